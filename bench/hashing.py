@@ -1,0 +1,55 @@
+"""Stable hashes: job identities, seed derivation, data fingerprints, code versions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def canonical_json(obj: Any) -> str:
+    """JSON with sorted keys and no whitespace: equal configs give equal strings."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def digest(obj: Any, length: int = 16) -> str:
+    """Short sha256 of the canonical JSON of `obj`."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+def derive_seed(seed: int, purpose: str) -> int:
+    """An independent 63-bit seed for (`seed`, `purpose`), so streams never overlap."""
+    h = hashlib.sha256(f"{seed}:{purpose}".encode()).digest()
+    return int.from_bytes(h[:8], "little") & (2**63 - 1)
+
+
+def tensor_digest(*tensors: torch.Tensor, length: int = 16) -> str:
+    """Short sha256 over the raw bytes, shapes and dtypes of `tensors`."""
+    h = hashlib.sha256()
+    for t in tensors:
+        t = t.detach().cpu().contiguous()
+        h.update(f"{tuple(t.shape)}{t.dtype}".encode())
+        h.update(t.numpy().tobytes())
+    return h.hexdigest()[:length]
+
+
+def files_digest(paths: list[Path], length: int = 16) -> str:
+    """Short sha256 over the contents of source files (a code version)."""
+    h = hashlib.sha256()
+    for p in sorted(set(paths)):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:length]
+
+
+@contextmanager
+def seeded_init(seed: int, purpose: str) -> Iterator[None]:
+    """Seed torch's global RNG for weight initialisation, restoring it afterwards."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed(seed, purpose))
+        yield

@@ -1,0 +1,241 @@
+"""The contracts every task, mechanism and attack implements (see README, Architecture).
+
+Threat model (as in the seed papers): the attacker knows the task, the mechanism's
+parameters, its deterministic encoder and its noise model, everything except the
+noise draw. A mechanism therefore exposes `encoder()` and `noise()`.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import torch
+from torch import nn
+
+Modality = Literal["image", "tabular", "text", "ids", "vector"]
+Notion = Literal["none", "ldp", "ip", "reconstruction", "dfil", "idp", "dp"]
+
+
+@dataclass(frozen=True)
+class DataSplit:
+    """Inputs `x` (N, *input_shape) in the task's data range and integer labels `y` (N,)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+
+    def __post_init__(self) -> None:
+        if len(self.x) != len(self.y):
+            raise ValueError(f"x has {len(self.x)} rows but y has {len(self.y)}")
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def head(self, n: int) -> DataSplit:
+        """The first `n` samples (splits are pre-shuffled with a fixed seed)."""
+        return DataSplit(self.x[:n], self.y[:n])
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Fixed splits of a task: train (the defender's), aux (the attacker's), test."""
+
+    train: DataSplit
+    aux: DataSplit
+    test: DataSplit
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """A mechanism's declared privacy claim, e.g. (eps, delta, r)-IP over l2 in input space."""
+
+    notion: Notion
+    params: dict[str, float] = field(default_factory=dict)
+    distance: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"notion": self.notion, **self.params, "distance": self.distance}
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """Additive i.i.d. noise on the encoder output: `release = encoder(x) + noise`.
+
+    `kind` is "gaussian" (scale = standard deviation) or "laplace" (scale = b).
+    """
+
+    kind: Literal["gaussian", "laplace"]
+    scale: float
+
+    def __post_init__(self) -> None:
+        if not (self.scale > 0 and math.isfinite(self.scale)):
+            raise ValueError(f"noise scale must be positive and finite, got {self.scale}")
+
+    @property
+    def std(self) -> float:
+        """Standard deviation of one noise coordinate."""
+        return self.scale if self.kind == "gaussian" else math.sqrt(2.0) * self.scale
+
+    def sample(self, shape: torch.Size, generator: torch.Generator) -> torch.Tensor:
+        """Draw noise of `shape` from `generator` (never from the global RNG)."""
+        if self.kind == "gaussian":
+            return torch.randn(shape, generator=generator) * self.scale
+        # Laplace by inverse CDF on u ~ U(-1/2, 1/2): -b sign(u) ln(1 - 2|u|).
+        u = torch.rand(shape, generator=generator, dtype=torch.float64) - 0.5
+        noise = -self.scale * torch.sign(u) * torch.log1p(-2.0 * u.abs())
+        return noise.to(torch.float32)
+
+    def neg_log_likelihood(self, observed: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
+        """Per-sample negative log-density of `observed` given the noiseless `mean`, up to a
+        constant; what a MAP attack adds to its prior."""
+        diff = (observed - mean).flatten(1)
+        if self.kind == "gaussian":
+            return (diff**2).sum(1) / (2 * self.scale**2)
+        return diff.abs().sum(1) / self.scale
+
+
+@dataclass
+class Release:
+    """What the untrusted party receives for a batch of N inputs.
+
+    `released[i]` is False where the mechanism answered ⊥ (nothing released); the
+    corresponding `values[i]` are then meaningless and must be ignored.
+    `meta` holds per-sample side information (dFIL, phi, ...), each a (N,) tensor.
+    """
+
+    values: torch.Tensor
+    released: torch.Tensor
+    meta: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @classmethod
+    def all_released(cls, values: torch.Tensor, **meta: torch.Tensor) -> Release:
+        return cls(values, torch.ones(len(values), dtype=torch.bool), dict(meta))
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def resolve_params(
+    component: str, defaults: dict[str, Any], given: dict[str, Any]
+) -> dict[str, Any]:
+    """Defaults overridden by `given`; an unknown parameter is a one-line ConfigError."""
+    from bench.errors import ConfigError
+
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        known = ", ".join(sorted(defaults)) or "none"
+        raise ConfigError(f"{component} has no parameter {unknown[0]!r}; its parameters: {known}")
+    return {**defaults, **given}
+
+
+class Task(ABC):
+    """A standardised setting: data with fixed splits, a utility model, a data range."""
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    modality: ClassVar[Modality]
+    utility_metric: ClassVar[str] = "accuracy"
+
+    input_shape: tuple[int, ...]
+    data_range: tuple[float, float]
+    num_classes: int
+
+    @abstractmethod
+    def splits(self) -> Splits:
+        """The task's train / aux / test splits (fixed; the job seed does not change them)."""
+
+    @abstractmethod
+    def model(self, arch: str = "default") -> nn.Module:
+        """A fresh, untrained utility model mapping inputs to class scores."""
+
+    def config(self) -> dict[str, Any]:
+        """Resolved options that change the data or the model (part of a job's identity)."""
+        return {}
+
+    def data_fingerprint(self) -> str:
+        """A short hash of the data actually loaded, stored with every result."""
+        from bench.hashing import tensor_digest
+
+        s = self.splits()
+        return tensor_digest(s.train.x, s.train.y, s.aux.x, s.aux.y, s.test.x, s.test.y)
+
+
+@dataclass
+class FitContext:
+    """What the harness hands a mechanism or attack while fitting: a seed and the cache."""
+
+    seed: int
+    cache: Any  # bench.cache.ArtifactCache; typed loosely to keep this module import-light
+    progress: bool = False
+
+    def generator(self, purpose: str) -> torch.Generator:
+        """An independent torch generator for `purpose`, derived from the job seed."""
+        from bench.hashing import derive_seed
+
+        return torch.Generator().manual_seed(derive_seed(self.seed, purpose))
+
+
+class Mechanism(ABC):
+    """What stands between a private input and the untrusted party.
+
+    Lifecycle: construct with parameters, `fit(task, splits, ctx)`, then `release` and
+    `predict`. Subclasses declare `name`, `modalities`, and `repeatable_queries`
+    (whether a user may query the same input again with fresh randomness).
+    """
+
+    name: ClassVar[str]
+    modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
+    repeatable_queries: ClassVar[bool] = True
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        self.params = resolve_params(f"mechanism {self.name}", self.defaults, params)
+        self.check_params()
+
+    def check_params(self) -> None:  # noqa: B027  (optional hook)
+        """Refuse invalid parameter values with a ConfigError, before anything runs."""
+
+    @abstractmethod
+    def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        """Train or calibrate whatever the mechanism needs (cached through `ctx.cache`)."""
+
+    @abstractmethod
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        """Protect a batch of private inputs; all randomness comes from `generator`."""
+
+    @abstractmethod
+    def predict(self, release: Release) -> torch.Tensor:
+        """Server-side utility output (class scores, N x C) computed from the release."""
+
+    @abstractmethod
+    def guarantee(self) -> Guarantee:
+        """The privacy claim this mechanism makes with its current parameters."""
+
+    def encoder(self) -> nn.Module | None:
+        """The deterministic, differentiable part of the release (white-box attacks)."""
+        return None
+
+    def noise(self) -> NoiseModel | None:
+        """The distribution of the randomness added to `encoder(x)`, if additive."""
+        return None
+
+
+class Attack(ABC):
+    """A reconstruction attack: `fit` on the attacker's aux data, then `reconstruct`."""
+
+    name: ClassVar[str]
+    modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        self.params = resolve_params(f"attack {self.name}", self.defaults, params)
+
+    @abstractmethod
+    def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
+        """Prepare the attack (train an inverter, fit a prior) from aux data only."""
+
+    @abstractmethod
+    def reconstruct(self, release: Release) -> torch.Tensor:
+        """Estimate the private inputs (N, *input_shape) from a release."""

@@ -1,0 +1,1 @@
+"""Tasks: datasets with fixed splits, utility models, data ranges (see bench.protocols.Task)."""
