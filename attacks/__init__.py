@@ -1,0 +1,1 @@
+"""In-tree reconstruction attacks; each module registers its classes with bench's registry."""

@@ -1,0 +1,61 @@
+"""Decoder architectures for the DNN inverter: conv / conv-transpose for image-shaped
+releases (dFIL appendix Table 3 style), an MLP for flat releases."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+class ConvDecoder(nn.Module):
+    """Map a (C, H, W) release to a (C', H', W') image; transposed convs upsample by 2."""
+
+    def __init__(self, in_shape: tuple[int, ...], out_shape: tuple[int, ...], width: int) -> None:
+        super().__init__()
+        in_ch, in_h = in_shape[0], in_shape[1]
+        out_ch, out_h, out_w = out_shape
+        layers: list[nn.Module] = [nn.Conv2d(in_ch, width, 3, padding=1), nn.GELU()]
+        h = in_h
+        while h * 2 <= out_h:
+            layers += [nn.ConvTranspose2d(width, width, 4, stride=2, padding=1), nn.GELU()]
+            h *= 2
+        layers += [nn.Conv2d(width, width, 3, padding=1), nn.GELU()]
+        self.body = nn.Sequential(*layers)
+        self.out_size = (out_h, out_w)
+        self.head = nn.Conv2d(width, out_ch, 3, padding=1)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        h = self.body(z)
+        if h.shape[-2:] != self.out_size:
+            h = nn.functional.interpolate(h, size=self.out_size, mode="bilinear")
+        return self.head(h)
+
+
+class MLPDecoder(nn.Module):
+    """Map a flat (or any-shaped) release to the input shape with a 2-hidden-layer MLP."""
+
+    def __init__(self, in_shape: tuple[int, ...], out_shape: tuple[int, ...], width: int) -> None:
+        super().__init__()
+        self.out_shape = out_shape
+        self.net = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(math.prod(in_shape), width),
+            nn.GELU(),
+            nn.Linear(width, width),
+            nn.GELU(),
+            nn.Linear(width, math.prod(out_shape)),
+        )
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(z).view(len(z), *self.out_shape)
+
+
+def make_decoder(in_shape: tuple[int, ...], out_shape: tuple[int, ...], width: int) -> nn.Module:
+    """Conv decoder when both sides are images with the release no larger than the input;
+    MLP otherwise."""
+    images = len(in_shape) == 3 and len(out_shape) == 3
+    if images and in_shape[1] <= out_shape[1] and in_shape[2] <= out_shape[2]:
+        return ConvDecoder(in_shape, out_shape, width)
+    return MLPDecoder(in_shape, out_shape, max(width, 256))

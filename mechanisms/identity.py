@@ -1,0 +1,17 @@
+"""`identity`: no protection; the reference row every leaderboard is read against."""
+
+from __future__ import annotations
+
+from bench.protocols import Guarantee
+from bench.registry import register_mechanism
+from mechanisms.base import InputSpaceMechanism
+
+
+@register_mechanism
+class Identity(InputSpaceMechanism):
+    """Releases the input unchanged (utility ceiling, attack floor)."""
+
+    name = "identity"
+
+    def guarantee(self) -> Guarantee:
+        return Guarantee("none")
