@@ -1,0 +1,201 @@
+"""The `bench` command line: list, run, leaderboard, compare.
+
+User mistakes (`BenchError`, and usage errors) print one line on stderr and exit 2; an
+interrupted run exits 130 and resumes when the same command is run again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bench.errors import BenchError, ConfigError
+
+app = typer.Typer(
+    help="Benchmark and attack-evaluation suite for inference-time privacy mechanisms.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,  # plain click-style usage errors: no boxes in logs
+)
+
+StoreOpt = Annotated[Path, typer.Option("--store", help="SQLite result store.")]
+DEFAULT_STORE = Path(".bench/results.sqlite")
+
+
+def _cache_root(store: Path) -> Path:
+    return Path(os.environ.get("BENCH_CACHE", store.parent / "cache"))
+
+
+@app.command("list")
+def list_cmd(
+    kind: Annotated[str, typer.Argument(help="tasks, mechanisms, attacks, metrics or suites")],
+) -> None:
+    """List registered components of one kind."""
+    from bench.metrics import METRICS
+    from bench.registry import ATTACKS, MECHANISMS, TASKS
+    from bench.suite import available_suites
+
+    registries = {"tasks": TASKS, "mechanisms": MECHANISMS, "attacks": ATTACKS}
+    if kind in registries:
+        for name in registries[kind].names():
+            doc = (registries[kind].get(name).__doc__ or "").strip().splitlines()
+            typer.echo(f"{name:16s} {doc[0] if doc else ''}")
+    elif kind == "metrics":
+        for spec in METRICS.values():
+            typer.echo(f"{spec.name:16s} {spec.better:6s}-is-better  {spec.description}")
+    elif kind == "suites":
+        for name in available_suites():
+            typer.echo(name)
+    else:
+        raise ConfigError(
+            f"cannot list '{kind}'; choose tasks, mechanisms, attacks, metrics or suites"
+        )
+
+
+@app.command()
+def run(
+    suite: Annotated[str, typer.Option("--suite", help="Suite name or path to a .toml file.")],
+    task: Annotated[str | None, typer.Option(help="Only this task.")] = None,
+    mechanism: Annotated[str | None, typer.Option(help="Only this mechanism.")] = None,
+    attack: Annotated[
+        str | None, typer.Option(help="Only this attack (utility jobs are kept).")
+    ] = None,
+    seeds: Annotated[
+        int | None, typer.Option(min=1, help="Override the suite's seed count.")
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 1,
+    out: Annotated[
+        Path | None, typer.Option(help="Leaderboard directory [leaderboards/SUITE].")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show progress.")] = True,
+) -> None:
+    """Run a suite's pending jobs, then write its leaderboard when every job is stored."""
+    from bench.api import expand_suite, write_suite_leaderboard
+    from bench.runner import run_jobs
+    from bench.store import ResultStore
+
+    loaded, all_jobs = expand_suite(suite, seeds=seeds)
+    selected = [
+        j
+        for j in all_jobs
+        if (task is None or j.task == task)
+        and (mechanism is None or j.mechanism == mechanism)
+        and (attack is None or j.attack in (None, attack))
+    ]
+    for name, value, field in (
+        ("task", task, "task"),
+        ("mechanism", mechanism, "mechanism"),
+        ("attack", attack, "attack"),
+    ):
+        if value is not None and not any(getattr(j, field) == value for j in all_jobs):
+            raise ConfigError(f"suite {loaded.name} has no {name} '{value}'")
+    db = ResultStore(store)
+    try:
+        summary = run_jobs(selected, db, _cache_root(store), workers=jobs, progress=progress)
+        typer.echo(
+            f"{loaded.name}: {summary.executed} jobs run, {summary.skipped} already stored, "
+            f"{summary.total} selected"
+        )
+        unique = {j.hash for j in all_jobs}
+        stored = db.stored_hashes(list(unique))
+        if len(stored) < len(unique):
+            typer.echo(
+                f"leaderboard not written: {len(stored)} of {len(unique)} jobs of suite "
+                f"{loaded.name} are stored; run without filters to complete it"
+            )
+            return
+        paths = write_suite_leaderboard(
+            loaded, all_jobs, db, out or Path("leaderboards") / loaded.name
+        )
+        typer.echo(f"leaderboard: {paths[0].parent}")
+    except KeyboardInterrupt:
+        print(
+            "bench: interrupted; finished jobs are stored, run the same command to resume",
+            file=sys.stderr,
+        )
+        raise typer.Exit(130) from None
+    finally:
+        db.close()
+
+
+@app.command()
+def leaderboard(
+    suite: Annotated[str, typer.Option("--suite", help="Suite name or path to a .toml file.")],
+    seeds: Annotated[int | None, typer.Option(min=1, help="Seed count the run used.")] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    out: Annotated[Path | None, typer.Option(help="Output directory [leaderboards/SUITE].")] = None,
+) -> None:
+    """Write leaderboards/SUITE/leaderboard.{json,md,csv} and plots from the store."""
+    from bench.api import expand_suite, write_suite_leaderboard
+    from bench.store import ResultStore
+
+    loaded, all_jobs = expand_suite(suite, seeds=seeds)
+    if not store.exists():
+        raise BenchError(f"no result store at {store}; run `bench run --suite {suite}` first")
+    db = ResultStore(store)
+    try:
+        missing = len({j.hash for j in all_jobs}) - len(
+            db.stored_hashes([j.hash for j in all_jobs])
+        )
+        if missing:
+            raise BenchError(
+                f"{missing} of {len(all_jobs)} jobs of suite {loaded.name} are not in {store}; "
+                f"run `bench run --suite {suite}` first"
+            )
+        paths = write_suite_leaderboard(
+            loaded, all_jobs, db, out or Path("leaderboards") / loaded.name
+        )
+    finally:
+        db.close()
+    for p in paths:
+        typer.echo(str(p))
+
+
+@app.command()
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="Baseline leaderboard.json")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate leaderboard.json")],
+    tolerance: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Relative tolerance: '0.05' for all metrics, 'mse=0.1' for one (repeatable)."
+        ),
+    ] = None,
+    cost_tolerance: Annotated[
+        float, typer.Option(help="Relative tolerance of timing metrics.")
+    ] = 0.5,
+) -> None:
+    """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance."""
+    from bench.compare import compare as compare_boards
+    from bench.compare import parse_tolerances
+    from bench.leaderboard import load_leaderboard
+
+    default, per_metric = parse_tolerances(tolerance or [])
+    report = compare_boards(
+        load_leaderboard(baseline),
+        load_leaderboard(candidate),
+        tolerance=0.05 if default is None else default,
+        metric_tolerances=per_metric,
+        cost_tolerance=cost_tolerance,
+    )
+    typer.echo(report.format())
+    raise typer.Exit(0 if report.ok else 1)
+
+
+def main() -> None:
+    """Entry point: run the app, turning user errors into one line and exit code 2."""
+    try:
+        app()  # standalone: usage errors print click's message and exit 2
+    except BenchError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

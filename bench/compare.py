@@ -1,0 +1,276 @@
+"""Regression comparison of two leaderboards (baseline vs candidate).
+
+A metric regresses when it moved in the direction that is worse for the mechanism
+(per `MetricSpec.better`) by more than its relative tolerance AND the candidate value
+lies outside the baseline's confidence interval. The CI condition keeps seed noise
+from being flagged: a drop that stays inside the baseline's CI is not a regression,
+however large relative to the value. Improvements are the mirror image (reported only).
+Baseline rows, or metrics of a row, that the candidate lacks fail the comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from bench.errors import ConfigError
+from bench.hashing import canonical_json
+from bench.metrics import METRICS, metric_spec
+
+REL_FLOOR = 1e-12
+
+
+class RowKey(NamedTuple):
+    """What identifies a leaderboard row across runs (params as canonical JSON)."""
+
+    task: str
+    mechanism: str
+    params: str
+    attack: str | None
+    attack_params: str
+
+    def label(self) -> str:
+        attack = self.attack or "-"
+        if self.attack and self.attack_params != "{}":
+            attack += f" {self.attack_params}"
+        return f"{self.task} | {self.mechanism} {self.params} | {attack}"
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """One metric of one row that moved beyond tolerance and outside the baseline CI."""
+
+    key: RowKey
+    metric: str
+    baseline: float
+    baseline_ci: tuple[float, float]
+    candidate: float
+    tolerance: float
+
+    @property
+    def rel_change(self) -> float:
+        """(candidate - baseline) / max(|baseline|, 1e-12)."""
+        return (self.candidate - self.baseline) / max(abs(self.baseline), REL_FLOOR)
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A baseline row (metric None) or one of its metrics that the candidate lacks."""
+
+    key: RowKey
+    metric: str | None = None
+
+
+@dataclass
+class CompareReport:
+    """The outcome of `compare`; `ok` is False on any regression or missing entry."""
+
+    regressions: list[MetricChange] = field(default_factory=list)
+    improvements: list[MetricChange] = field(default_factory=list)
+    missing: list[Missing] = field(default_factory=list)
+    added: list[RowKey] = field(default_factory=list)
+    unknown_metrics: list[str] = field(default_factory=list)
+    matched: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.regressions and not self.missing
+
+    def format(self) -> str:
+        """A readable plain-text report: a summary line, then one table per category."""
+        lines = [self._summary()]
+        lines += _change_table("REGRESSIONS", self.regressions)
+        lines += _change_table("improvements", self.improvements)
+        if self.missing:
+            lines += ["", "MISSING in candidate:"]
+            lines += [
+                f"  {m.key.label()}" + (f" | {m.metric}" if m.metric else "") for m in self.missing
+            ]
+        if self.added:
+            lines += ["", "added in candidate (info):"]
+            lines += [f"  {k.label()}" for k in self.added]
+        if self.unknown_metrics:
+            lines += ["", "not compared (direction unknown): " + ", ".join(self.unknown_metrics)]
+        return "\n".join(lines)
+
+    def _summary(self) -> str:
+        verdict = "OK" if self.ok else "FAIL"
+        return (
+            f"compare: {verdict} — {self.matched} rows matched, "
+            f"{len(self.regressions)} regressions, {len(self.improvements)} improvements, "
+            f"{len(self.missing)} missing, {len(self.added)} added"
+        )
+
+
+def _change_table(title: str, changes: list[MetricChange]) -> list[str]:
+    """Aligned text table of metric changes (empty list when there are none)."""
+    if not changes:
+        return []
+    header = ("row", "metric", "baseline [ci]", "candidate", "change", "tol")
+    body = [
+        (
+            c.key.label(),
+            c.metric,
+            f"{c.baseline:.4g} [{c.baseline_ci[0]:.4g}, {c.baseline_ci[1]:.4g}]",
+            f"{c.candidate:.4g}",
+            f"{c.rel_change:+.1%}",
+            f"{c.tolerance:.0%}",
+        )
+        for c in changes
+    ]
+    widths = [max(len(r[i]) for r in (header, *body)) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return ["", f"{title}:", fmt.format(*header), *(fmt.format(*r) for r in body)]
+
+
+def row_key(row: dict[str, Any]) -> RowKey:
+    """The identity of a leaderboard row (a missing attack_params counts as {})."""
+    return RowKey(
+        row["task"],
+        row["mechanism"],
+        canonical_json(row.get("params") or {}),
+        row.get("attack"),
+        canonical_json(row.get("attack_params") or {}),
+    )
+
+
+def _index(doc: dict[str, Any]) -> dict[RowKey, dict[str, Any]]:
+    return {row_key(r): r for r in doc.get("rows", [])}
+
+
+def _tolerance_for(
+    name: str, tolerance: float, metric_tolerances: dict[str, float], cost_tolerance: float
+) -> float:
+    if name in metric_tolerances:
+        return metric_tolerances[name]
+    return cost_tolerance if METRICS[name].kind == "cost" else tolerance
+
+
+def _classify(
+    key: RowKey, name: str, base: dict[str, Any], cand: dict[str, Any], tol: float
+) -> tuple[str | None, MetricChange]:
+    """("regression" | "improvement" | None, the change) for one metric of one row."""
+    b, c = float(base["value"]), float(cand["value"])
+    lo, hi = (float(v) for v in base["ci"])
+    change = MetricChange(key, name, b, (lo, hi), c, tol)
+    beyond_tol = abs(c - b) > tol * max(abs(b), REL_FLOOR)
+    outside_ci = c < lo or c > hi
+    if not (beyond_tol and outside_ci):
+        return None, change
+    higher_is_better = metric_spec(name).better == "higher"
+    worse = c < b if higher_is_better else c > b
+    return ("regression" if worse else "improvement"), change
+
+
+def _compare_row(
+    report: CompareReport,
+    key: RowKey,
+    base: dict[str, Any],
+    cand: dict[str, Any],
+    tolerances: tuple[float, dict[str, float], float],
+) -> None:
+    """Add one matched row's regressions, improvements and missing metrics to `report`."""
+    unknown = set(report.unknown_metrics)
+    for name in sorted(base["metrics"]):
+        if name not in cand["metrics"]:
+            report.missing.append(Missing(key, name))
+            continue
+        if name not in METRICS:
+            unknown.add(name)
+            continue
+        tol = _tolerance_for(name, *tolerances)
+        verdict, change = _classify(key, name, base["metrics"][name], cand["metrics"][name], tol)
+        if verdict == "regression":
+            report.regressions.append(change)
+        elif verdict == "improvement":
+            report.improvements.append(change)
+    report.unknown_metrics = sorted(unknown)
+
+
+def compare(
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    *,
+    tolerance: float = 0.05,
+    metric_tolerances: dict[str, float] | None = None,
+    cost_tolerance: float = 0.5,
+) -> CompareReport:
+    """Match rows by (task, mechanism, params, attack, attack_params) and flag regressions.
+
+    Relative tolerances: `tolerance` for utility / privacy / bound metrics,
+    `cost_tolerance` for timings, `metric_tolerances` overrides per metric name.
+    """
+    tolerances = (tolerance, dict(metric_tolerances or {}), cost_tolerance)
+    base_rows, cand_rows = _index(baseline), _index(candidate)
+    report = CompareReport()
+    for key in sorted(base_rows, key=_sort_key):
+        if key not in cand_rows:
+            report.missing.append(Missing(key))
+            continue
+        report.matched += 1
+        _compare_row(report, key, base_rows[key], cand_rows[key], tolerances)
+    report.added = sorted((k for k in cand_rows if k not in base_rows), key=_sort_key)
+    return report
+
+
+def _sort_key(key: RowKey) -> tuple[str, str, str, int, str, str]:
+    return (
+        key.task,
+        key.mechanism,
+        key.params,
+        key.attack is not None,
+        key.attack or "",
+        key.attack_params,
+    )
+
+
+def _parse_value(spec: str, text: str) -> float:
+    """A tolerance value: a finite float >= 0, else a one-line ConfigError."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(
+            f"bad tolerance {spec!r}: {text!r} is not a number (use e.g. 0.1 or mse=0.2)"
+        ) from None
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(f"bad tolerance {spec!r}: must be a finite number >= 0")
+    return value
+
+
+def parse_tolerances(specs: list[str]) -> tuple[float | None, dict[str, float]]:
+    """Parse CLI tolerance strings: "0.1" sets the default, "mse=0.2" one metric's.
+
+    Returns (default or None, {metric: tolerance}). Unknown metric names and malformed
+    or repeated specs raise a one-line ConfigError.
+    """
+    default: float | None = None
+    per_metric: dict[str, float] = {}
+    for spec in specs:
+        text = spec.strip()
+        if "=" not in text:
+            if default is not None:
+                raise ConfigError(f"bad tolerance {spec!r}: the default tolerance is given twice")
+            default = _parse_value(spec, text)
+            continue
+        name, _, value = (part.strip() for part in text.partition("="))
+        if not name:
+            raise ConfigError(f"bad tolerance {spec!r}: expected METRIC=VALUE, e.g. mse=0.2")
+        if name not in METRICS:
+            known = ", ".join(sorted(METRICS))
+            raise ConfigError(f"bad tolerance {spec!r}: unknown metric {name!r}; known: {known}")
+        if name in per_metric:
+            raise ConfigError(f"bad tolerance {spec!r}: metric {name!r} is given twice")
+        per_metric[name] = _parse_value(spec, value)
+    return default, per_metric
+
+
+__all__ = [
+    "CompareReport",
+    "MetricChange",
+    "Missing",
+    "RowKey",
+    "compare",
+    "parse_tolerances",
+    "row_key",
+]

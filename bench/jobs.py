@@ -1,0 +1,179 @@
+"""Jobs: one (task, mechanism + params, attack + params or None, seed) of a suite.
+
+A job's identity is a hash of its resolved config, the task version, the data actually
+loaded, and the code version of the parts it uses; the store skips any job whose hash
+it already holds, which is what makes reruns free and interrupted runs resumable.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from bench.hashing import digest, files_digest
+from bench.protocols import Task
+from bench.registry import ATTACKS, MECHANISMS, TASKS
+from bench.suite import Suite, make_task
+
+_PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
+# Harness modules every job's result depends on.
+_HARNESS = (
+    "bench.evaluate",
+    "bench.protocols",
+    "bench.training",
+    "bench.metrics.reconstruction",
+    "bench.metrics.utility",
+    "bench.metrics.stats",
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A unit of work; `hash` identifies it across runs and machines."""
+
+    task: str
+    task_options: dict[str, Any]  # as written in the suite (may hold a local data_root)
+    task_config: dict[str, Any]  # resolved options that define the data and model
+    mechanism: str
+    params: dict[str, Any]
+    attack: str | None
+    attack_params: dict[str, Any]
+    seed: int
+    attack_samples: int
+    task_version: str
+    data_hash: str
+    code_hash: str
+    hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "hash",
+            digest(
+                {
+                    "config": self.config(),
+                    "task_version": self.task_version,
+                    "data": self.data_hash,
+                    "code": self.code_hash,
+                },
+                length=20,
+            ),
+        )
+
+    def config(self) -> dict[str, Any]:
+        """The resolved configuration (defaults filled in) that defines this job."""
+        return {
+            "task": self.task,
+            "task_config": self.task_config,
+            "mechanism": self.mechanism,
+            "params": self.params,
+            "attack": self.attack,
+            "attack_params": self.attack_params,
+            "seed": self.seed,
+            "attack_samples": self.attack_samples if self.attack else None,
+        }
+
+    def label(self) -> str:
+        params = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        tail = f" / {self.attack}" if self.attack else ""
+        return f"{self.task} / {self.mechanism}({params}){tail} / seed {self.seed}"
+
+
+def _module_files(module_name: str) -> set[Path]:
+    """The source file of a module plus those of project modules it imports names from."""
+    module = sys.modules.get(module_name)
+    if module is None:
+        __import__(module_name)
+        module = sys.modules[module_name]
+    files = {Path(inspect.getfile(module))}
+    for value in vars(module).values():
+        owner = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
+        if (
+            isinstance(owner, str)
+            and owner.split(".")[0] in _PROJECT_PACKAGES
+            and owner in sys.modules
+        ):
+            src = getattr(sys.modules[owner], "__file__", None)
+            if src:
+                files.add(Path(src))
+    return files
+
+
+@cache
+def code_hash_of(*classes: type) -> str:
+    """Code version of the parts a job uses: the modules of each class and its project
+    base classes, what they import from the project, and the harness modules."""
+    files: set[Path] = set()
+    for cls in classes:
+        for base in cls.__mro__:
+            if base.__module__.split(".")[0] in _PROJECT_PACKAGES:
+                files |= _module_files(base.__module__)
+    for module_name in _HARNESS:
+        files |= _module_files(module_name)
+    return files_digest(sorted(files))
+
+
+def expand(
+    suite: Suite,
+    *,
+    seeds: int | None = None,
+    task: str | None = None,
+    mechanism: str | None = None,
+    attack: str | None = None,
+) -> list[Job]:
+    """All jobs of a suite, optionally filtered; utility jobs (attack None) always included
+    for the selected (task, mechanism) pairs."""
+    jobs: list[Job] = []
+    for t_entry in suite.tasks:
+        if task is not None and t_entry.name != task:
+            continue
+        task_obj: Task = make_task(t_entry.name, t_entry.params, suite.source)
+        data_hash = task_obj.data_fingerprint()
+        task_cls = TASKS.get(t_entry.name)
+        for m_entry in suite.mechanisms:
+            if (mechanism is not None and m_entry.name != mechanism) or not m_entry.applies_to(
+                t_entry.name
+            ):
+                continue
+            m_cls = MECHANISMS.get(m_entry.name)
+            if task_obj.modality not in m_cls.modalities:
+                continue
+            attack_entries = [
+                a
+                for a in suite.attacks
+                if (attack is None or a.name == attack)
+                and a.applies_to(t_entry.name)
+                and task_obj.modality in ATTACKS.get(a.name).modalities
+            ]
+            for m_params in m_entry.param_sets():
+                resolved = m_cls(**m_params).params
+                for seed in range(seeds or suite.seeds):
+                    targets: list[tuple[str | None, dict[str, Any], tuple[type, ...]]] = [
+                        (None, {}, ())
+                    ]
+                    for a_entry in attack_entries:
+                        a_cls = ATTACKS.get(a_entry.name)
+                        for a_params in a_entry.param_sets():
+                            targets.append((a_entry.name, a_cls(**a_params).params, (a_cls,)))
+                    for a_name, a_params, a_classes in targets:
+                        jobs.append(
+                            Job(
+                                task=t_entry.name,
+                                task_options=dict(t_entry.params),
+                                task_config=task_obj.config(),
+                                mechanism=m_entry.name,
+                                params=resolved,
+                                attack=a_name,
+                                attack_params=a_params,
+                                seed=seed,
+                                attack_samples=suite.attack_samples,
+                                task_version=task_cls.version,
+                                data_hash=data_hash,
+                                code_hash=code_hash_of(task_cls, m_cls, *a_classes),
+                            )
+                        )
+    return jobs

@@ -1,0 +1,602 @@
+"""Leaderboards: aggregate job results over seeds into rows, write JSON / CSV / Markdown /
+plots atomically and deterministically, and load a leaderboard JSON back with validation.
+
+The JSON is what tools (`bench compare`, CI checks) read; the schema is in DESIGN.md
+("Results"). Floats are rounded to 6 significant digits so reruns are byte-identical.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BenchError
+from bench.hashing import canonical_json
+from bench.metrics import METRICS, MetricResult
+from bench.metrics.stats import aggregate_seeds
+
+ROW_KEYS = ("task", "mechanism", "params", "guarantee", "attack", "seeds", "metrics")
+TOP_KEYS = ("suite", "suite_version", "generated_at", "code_version", "rows")
+CSV_COLUMNS = (
+    "task",
+    "mechanism",
+    "params",
+    "attack",
+    "attack_params",
+    "seeds",
+    "metric",
+    "value",
+    "ci_lo",
+    "ci_hi",
+    "n",
+)
+ATTACK_METRICS = ("mse", "psnr", "ssim")
+COST_METRICS = ("fit_s", "release_ms")
+SIG_DIGITS = 6
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def round_sig(x: float, digits: int = SIG_DIGITS) -> float:
+    """`x` rounded to `digits` significant digits (stable text across reruns)."""
+    return float(f"{float(x):.{digits}g}")
+
+
+def _sorted_obj(obj: Any) -> Any:
+    """A copy of nested dicts with keys sorted, so insertion order never leaks into files."""
+    if isinstance(obj, dict):
+        return {str(k): _sorted_obj(obj[k]) for k in sorted(obj, key=str)}
+    if isinstance(obj, list | tuple):
+        return [_sorted_obj(v) for v in obj]
+    return obj
+
+
+def _rounded_obj(obj: Any) -> Any:
+    """A copy of nested data with every float rounded to SIG_DIGITS significant digits."""
+    if isinstance(obj, bool):
+        return obj
+    if isinstance(obj, float):
+        return round_sig(obj)
+    if isinstance(obj, dict):
+        return {k: _rounded_obj(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_rounded_obj(v) for v in obj]
+    return obj
+
+
+def _guarantee_obj(guarantee: dict[str, Any]) -> dict[str, Any]:
+    """The guarantee with "notion" first, the other keys sorted, floats rounded."""
+    rest = _sorted_obj({k: v for k, v in guarantee.items() if k != "notion"})
+    return _rounded_obj({"notion": guarantee.get("notion", "none"), **rest})
+
+
+def _group_key(result: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """Rows group jobs that differ only by seed."""
+    return (
+        result["task"],
+        result["mechanism"],
+        canonical_json(result.get("params") or {}),
+        result.get("attack") or "",
+        canonical_json(result.get("attack_params") or {}),
+    )
+
+
+def row_sort_key(row: dict[str, Any]) -> tuple[str, str, str, int, str, str]:
+    """Deterministic row order: task, mechanism, params, then utility row before attacks."""
+    attack = row.get("attack")
+    return (
+        row["task"],
+        row["mechanism"],
+        canonical_json(row.get("params") or {}),
+        0 if attack is None else 1,
+        attack or "",
+        canonical_json(row.get("attack_params") or {}),
+    )
+
+
+def _metric_entry(result: MetricResult) -> dict[str, Any]:
+    return {
+        "value": round_sig(result.value),
+        "ci": [round_sig(result.ci[0]), round_sig(result.ci[1])],
+        "n": int(result.n),
+    }
+
+
+def _aggregate_metrics(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each metric aggregated over the seeds that report it, keyed by sorted name."""
+    per_metric: dict[str, list[MetricResult]] = defaultdict(list)
+    for result in group:
+        for name, value in result["metrics"].items():
+            per_metric[name].append(value)
+    return {name: _metric_entry(aggregate_seeds(per_metric[name])) for name in sorted(per_metric)}
+
+
+def _build_row(group: list[dict[str, Any]]) -> dict[str, Any]:
+    group = sorted(group, key=lambda r: r["seed"])
+    seeds = [r["seed"] for r in group]
+    first = group[0]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(
+            f"duplicate seeds {seeds} for {first['task']}/{first['mechanism']} "
+            f"attack={first.get('attack')}; each job must appear once"
+        )
+    return {
+        "task": first["task"],
+        "mechanism": first["mechanism"],
+        "params": _sorted_obj(first.get("params") or {}),
+        "guarantee": _guarantee_obj(first.get("guarantee") or {"notion": "none"}),
+        "attack": first.get("attack"),
+        "attack_params": _sorted_obj(first.get("attack_params") or {}),
+        "seeds": len(seeds),
+        "metrics": _aggregate_metrics(group),
+    }
+
+
+def build_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One leaderboard row per (task, mechanism, params, attack, attack_params), each
+    metric aggregated over seeds with `aggregate_seeds`; rows in a deterministic order."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
+    for result in results:
+        groups[_group_key(result)].append(result)
+    return sorted((_build_row(g) for g in groups.values()), key=row_sort_key)
+
+
+# ----------------------------------------------------------------- atomic writes
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to a temp file beside `path`, fsync, then os.replace onto `path`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _atomic_write_text(path: Path, text: str) -> Path:
+    atomic_write_bytes(path, text.encode("utf-8"))
+    return path
+
+
+# ------------------------------------------------------------------------- JSON
+
+
+def leaderboard_json(
+    suite: str, suite_version: str, rows: list[dict[str, Any]], code_version: str, generated_at: str
+) -> str:
+    """The leaderboard document as indented JSON text (strict: no NaN / inf)."""
+    doc = {
+        "suite": suite,
+        "suite_version": suite_version,
+        "generated_at": generated_at,
+        "code_version": code_version,
+        "rows": rows,
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# -------------------------------------------------------------------------- CSV
+
+
+def _fmt_num(x: float) -> str:
+    return f"{x:.{SIG_DIGITS}g}"
+
+
+def leaderboard_csv(rows: list[dict[str, Any]]) -> str:
+    """One line per row x metric, metrics in sorted name order."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in rows:
+        for name in sorted(row["metrics"]):
+            m = row["metrics"][name]
+            writer.writerow(
+                [
+                    row["task"],
+                    row["mechanism"],
+                    canonical_json(row["params"]),
+                    row["attack"] or "",
+                    canonical_json(row.get("attack_params") or {}),
+                    row["seeds"],
+                    name,
+                    _fmt_num(m["value"]),
+                    _fmt_num(m["ci"][0]),
+                    _fmt_num(m["ci"][1]),
+                    m["n"],
+                ]
+            )
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------- Markdown
+
+_NOTION_WORDS = {
+    "ldp": "LDP",
+    "ip": "IP",
+    "reconstruction": "reconstruction privacy",
+    "dfil": "dFIL bound",
+    "idp": "iDP",
+    "dp": "DP",
+}
+_PARAM_SYMBOLS = {"eps": "ε", "delta": "δ", "radius": "r", "R": "R"}
+_PARAM_ORDER = ("eps", "delta", "radius", "R")
+
+
+def describe_guarantee(guarantee: dict[str, Any]) -> str:
+    """A guarantee in words, e.g. "IP (ε=1, δ=1e-05, r=0.1) over l2/input"."""
+    notion = guarantee.get("notion", "none")
+    if notion in (None, "none"):
+        return "none"
+    names = [k for k in guarantee if k not in ("notion", "distance") and guarantee[k] is not None]
+    names.sort(key=lambda k: (_PARAM_ORDER.index(k) if k in _PARAM_ORDER else len(_PARAM_ORDER), k))
+    params = [f"{_PARAM_SYMBOLS.get(k, k)}={_fmt_short(guarantee[k])}" for k in names]
+    text = _NOTION_WORDS.get(notion, str(notion))
+    if params:
+        text += f" ({', '.join(params)})"
+    if guarantee.get("distance"):
+        text += f" over {guarantee['distance']}"
+    return text
+
+
+def _fmt_short(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _cell(metric: dict[str, Any] | None) -> str:
+    """ "value [lo, hi]" with 3 significant digits, or an em dash when absent."""
+    if metric is None:
+        return "—"
+    lo, hi = metric["ci"]
+    return f"{metric['value']:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def attack_label(row: dict[str, Any]) -> str:
+    """An attack's name plus its parameters when it has any, e.g. "map (lr=0.1)"."""
+    params = row.get("attack_params") or {}
+    if not params:
+        return str(row["attack"])
+    inner = ", ".join(f"{k}={_fmt_short(v)}" for k, v in params.items())
+    return f"{row['attack']} ({inner})"
+
+
+def utility_metric_of(rows: list[dict[str, Any]]) -> str | None:
+    """The task's utility metric as seen in its utility rows: accuracy, else auc, else the
+    first other metric of kind "utility" (release_rate is shown separately)."""
+    names = {n for r in rows if r["attack"] is None for n in r["metrics"]}
+    for name in ("accuracy", "auc"):
+        if name in names:
+            return name
+    others = sorted(
+        n for n in names if n in METRICS and METRICS[n].kind == "utility" and n != "release_rate"
+    )
+    return others[0] if others else None
+
+
+def _config_key(row: dict[str, Any]) -> tuple[str, str]:
+    return row["mechanism"], canonical_json(row["params"])
+
+
+def _by_config(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Rows of one task grouped by (mechanism, params), in row order."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(_config_key(row), []).append(row)
+    return out
+
+
+def _seed_text(rows: list[dict[str, Any]]) -> str:
+    counts = sorted({r["seeds"] for r in rows})
+    if len(counts) == 1:
+        return f"{counts[0]} seed{'s' if counts[0] != 1 else ''} per row"
+    return f"{counts[0]}–{counts[-1]} seeds per row (see the seeds column)"
+
+
+def _worst_case(config_rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The strongest attack's mse entry (minimum mse over attacks), or None."""
+    entries = [r["metrics"]["mse"] for r in config_rows if r["attack"] and "mse" in r["metrics"]]
+    return min(entries, key=lambda m: m["value"]) if entries else None
+
+
+def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
+    """Markdown table lines for one task: one line per (mechanism, params)."""
+    configs = _by_config(rows)
+    attacks = sorted({attack_label(r) for r in rows if r["attack"] is not None})
+    has = {n for r in rows for n in r["metrics"]}
+    extra = [n for n in ("release_rate", "bound_validity") if n in has]
+    header = ["mechanism", "params", "guarantee", "seeds"]
+    header += [utility] if utility else []
+    header += [*extra, "worst-case mse"]
+    header += [f"{a}: {m}" for a in attacks for m in ATTACK_METRICS]
+    header += list(COST_METRICS)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (mechanism, params_json), config_rows in configs.items():
+        base = next((r for r in config_rows if r["attack"] is None), None)
+        by_attack = {attack_label(r): r for r in config_rows if r["attack"] is not None}
+        base_metrics = base["metrics"] if base else {}
+        cells = [
+            mechanism,
+            f"`{params_json}`",
+            describe_guarantee(config_rows[0]["guarantee"]),
+            str(max(r["seeds"] for r in config_rows)),
+        ]
+        cells += [_cell(base_metrics.get(utility))] if utility else []
+        cells += [_cell(_first_metric(config_rows, n)) for n in extra]
+        cells.append(_cell(_worst_case(config_rows)))
+        for a in attacks:
+            metrics = by_attack[a]["metrics"] if a in by_attack else {}
+            cells += [_cell(metrics.get(m)) for m in ATTACK_METRICS]
+        cells += [_cell(base_metrics.get(n)) for n in COST_METRICS]
+        lines.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+    return lines
+
+
+def _first_metric(rows: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """`name` from the utility row if it has it, else from the first row that does."""
+    ordered = sorted(rows, key=lambda r: r["attack"] is not None)
+    return next((r["metrics"][name] for r in ordered if name in r["metrics"]), None)
+
+
+def leaderboard_markdown(
+    suite: str,
+    suite_version: str,
+    rows: list[dict[str, Any]],
+    code_version: str,
+    generated_at: str,
+    utility_metrics: dict[str, str] | None = None,
+) -> str:
+    """A reviewer-facing view: per task one table of mechanisms with CIs and seed counts."""
+    lines = [
+        f"# Leaderboard: {suite} (version {suite_version})",
+        "",
+        f"Generated {generated_at} from code {code_version}. Every cell is the mean over "
+        "seeds with a 95% bootstrap confidence interval `value [lo, hi]`. Attack error "
+        "(mse) higher = more private; psnr / ssim lower = more private. "
+        "Worst-case mse = the strongest attack's (lowest) mse.",
+    ]
+    for task, task_rows in _rows_by_task(rows).items():
+        utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
+        lines += [
+            "",
+            f"## {task}",
+            "",
+            f"Utility metric: {utility or 'none'}; {_seed_text(task_rows)}.",
+            "",
+        ]
+        lines += _task_table(task_rows, utility)
+    return "\n".join(lines) + "\n"
+
+
+def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=row_sort_key):
+        out.setdefault(row["task"], []).append(row)
+    return out
+
+
+# ------------------------------------------------------------------------ plots
+
+
+def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[str, Any]]:
+    """One point per (mechanism, params) with a utility value and a worst-case mse > 0."""
+    points = []
+    for (mechanism, params_json), config_rows in _by_config(rows).items():
+        base = next((r for r in config_rows if r["attack"] is None), None)
+        worst = _worst_case(config_rows)
+        if not (utility and base and worst and utility in base["metrics"]):
+            continue
+        if worst["value"] <= 0:
+            continue
+        u = base["metrics"][utility]
+        points.append(
+            {
+                "mechanism": mechanism,
+                "params": params_json,
+                "mse": worst["value"],
+                "utility": u["value"],
+                "lo": u["value"] - u["ci"][0],
+                "hi": u["ci"][1] - u["value"],
+            }
+        )
+    return points
+
+
+def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | None) -> bytes:
+    """A seaborn scatter of utility (with CI bars) against worst-case attack mse (log x)."""
+    import pandas as pd
+    import seaborn as sns
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.0, 4.5), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    points = _plot_points(rows, utility)
+    if points:
+        df = pd.DataFrame(points)
+        ax.errorbar(
+            df["mse"],
+            df["utility"],
+            yerr=[df["lo"], df["hi"]],
+            fmt="none",
+            ecolor="0.5",
+            elinewidth=1,
+            capsize=3,
+            zorder=1,
+        )
+        sns.scatterplot(data=df, x="mse", y="utility", hue="mechanism", ax=ax, s=50, zorder=2)
+        ax.set_xscale("log")
+    else:
+        ax.text(0.5, 0.5, "no (utility, attack) pairs to plot", ha="center", va="center")
+    ax.set_xlabel("worst-case attack MSE (min over attacks; higher = more private)")
+    ax.set_ylabel(f"{utility or 'utility'} (95% CI)")
+    ax.set_title(f"{task}: privacy-utility")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------------ write
+
+
+def write_leaderboard(
+    suite: str,
+    suite_version: str,
+    rows: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    code_version: str,
+    generated_at: str | None = None,
+    utility_metrics: dict[str, str] | None = None,
+) -> list[Path]:
+    """Write leaderboard.{json,csv,md} and plots/<task>.png under `out_dir`, atomically.
+
+    `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
+    `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
+    """
+    out_dir = Path(out_dir)
+    (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    stamp = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
+    rows = sorted(rows, key=row_sort_key)
+    written = [
+        _atomic_write_text(
+            out_dir / "leaderboard.json",
+            leaderboard_json(suite, suite_version, rows, code_version, stamp),
+        ),
+        _atomic_write_text(out_dir / "leaderboard.csv", leaderboard_csv(rows)),
+        _atomic_write_text(
+            out_dir / "leaderboard.md",
+            leaderboard_markdown(suite, suite_version, rows, code_version, stamp, utility_metrics),
+        ),
+    ]
+    for task, task_rows in _rows_by_task(rows).items():
+        utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
+        path = out_dir / "plots" / f"{_safe_name(task)}.png"
+        atomic_write_bytes(path, privacy_utility_png(task, task_rows, utility))
+        written.append(path)
+    return written
+
+
+def _safe_name(task: str) -> str:
+    """A task name usable as a file name (path separators replaced)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task)
+
+
+# ------------------------------------------------------------------------- load
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _metric_problem(m: Any) -> str | None:
+    """What is wrong with one metric entry, or None."""
+    if not isinstance(m, dict):
+        return "must be an object with value, ci, n"
+    if not _is_num(m.get("value")):
+        return "value must be a finite number"
+    ci = m.get("ci")
+    if not (isinstance(ci, list) and len(ci) == 2 and all(_is_num(c) for c in ci)):
+        return "ci must be [lo, hi] finite numbers"
+    n = m.get("n")
+    if not (isinstance(n, int) and not isinstance(n, bool) and n >= 1):
+        return "n must be a positive integer"
+    return None
+
+
+def _row_problem(row: Any) -> str | None:
+    """What is wrong with one row (as "field: problem"), or None."""
+    if not isinstance(row, dict):
+        return "is not an object"
+    missing = [k for k in ROW_KEYS if k not in row]
+    if missing:
+        return f"lacks keys {missing}"
+    checks = [
+        ("task", isinstance(row["task"], str)),
+        ("mechanism", isinstance(row["mechanism"], str)),
+        ("params", isinstance(row["params"], dict)),
+        ("guarantee", isinstance(row["guarantee"], dict) and "notion" in row["guarantee"]),
+        ("attack", row["attack"] is None or isinstance(row["attack"], str)),
+        ("attack_params", isinstance(row.get("attack_params", {}), dict)),
+        (
+            "seeds",
+            isinstance(row["seeds"], int)
+            and not isinstance(row["seeds"], bool)
+            and row["seeds"] >= 1,
+        ),
+        ("metrics", isinstance(row["metrics"], dict)),
+    ]
+    bad = next((field for field, ok in checks if not ok), None)
+    if bad:
+        return f"has an invalid {bad!r}"
+    for name, m in row["metrics"].items():
+        problem = _metric_problem(m)
+        if problem:
+            return f"metric {name!r}: {problem}"
+    return None
+
+
+def validate_leaderboard(doc: Any, source: str) -> dict[str, Any]:
+    """`doc` if it follows the leaderboard schema, else a one-line BenchError naming `source`."""
+    if not isinstance(doc, dict):
+        raise BenchError(f"leaderboard {source}: top level must be a JSON object")
+    missing = [k for k in TOP_KEYS if k not in doc]
+    if missing:
+        raise BenchError(f"leaderboard {source}: missing top-level keys {missing}")
+    bad = [k for k in TOP_KEYS[:4] if not isinstance(doc[k], str)]
+    if bad:
+        raise BenchError(f"leaderboard {source}: {bad} must be strings")
+    if not isinstance(doc["rows"], list):
+        raise BenchError(f"leaderboard {source}: 'rows' must be a list")
+    for i, row in enumerate(doc["rows"]):
+        problem = _row_problem(row)
+        if problem:
+            raise BenchError(f"leaderboard {source}: rows[{i}] {problem}")
+    return doc
+
+
+def load_leaderboard(path: Path | str) -> dict[str, Any]:
+    """Read and validate a leaderboard JSON; any problem is a one-line BenchError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        raise BenchError(f"cannot read leaderboard {path}: {reason}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BenchError(
+            f"leaderboard {path} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+        ) from None
+    return validate_leaderboard(doc, str(path))
+
+
+__all__ = [
+    "atomic_write_bytes",
+    "build_rows",
+    "describe_guarantee",
+    "load_leaderboard",
+    "row_sort_key",
+    "validate_leaderboard",
+    "write_leaderboard",
+]

@@ -1,0 +1,89 @@
+"""Metric names, their directions, and the value-with-CI container every metric returns.
+
+`better` is always from the mechanism's point of view: a higher attack error (mse, l1,
+l2) is better for privacy, a higher SSIM/PSNR or top-k recovery is worse. `compare` and
+the leaderboard read these directions; plug-ins add their own with `register_metric`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from bench.errors import ConfigError, UnknownNameError
+
+Better = Literal["higher", "lower"]
+Kind = Literal["utility", "privacy", "bound", "cost"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric's name, which direction is better for the mechanism, and its kind."""
+
+    name: str
+    better: Better
+    kind: Kind
+    description: str
+
+
+@dataclass
+class MetricResult:
+    """A metric value with its confidence interval and sample count.
+
+    `samples` holds the per-sample values when the value is a mean over samples, so
+    that `aggregate_seeds` can recompute a CI across seeds; None for single numbers.
+    """
+
+    value: float
+    ci: tuple[float, float]
+    n: int
+    samples: np.ndarray | None = None
+
+
+_BUILTIN: tuple[MetricSpec, ...] = (
+    MetricSpec("accuracy", "higher", "utility", "fraction of correct top-1 predictions"),
+    MetricSpec("auc", "higher", "utility", "ROC AUC (macro one-vs-rest for multi-class)"),
+    MetricSpec("mse", "higher", "privacy", "attack reconstruction MSE per dimension"),
+    MetricSpec("psnr", "lower", "privacy", "attack reconstruction PSNR in dB (task data range)"),
+    MetricSpec("ssim", "lower", "privacy", "attack reconstruction SSIM (task data range)"),
+    MetricSpec("l1", "higher", "privacy", "attack reconstruction l1 distance per sample"),
+    MetricSpec("l2", "higher", "privacy", "attack reconstruction l2 distance per sample"),
+    MetricSpec("top1", "lower", "privacy", "fraction of ids/tokens recovered at rank 1"),
+    MetricSpec("top5", "lower", "privacy", "fraction of ids/tokens recovered within rank 5"),
+    MetricSpec("bound_mse", "higher", "bound", "claimed lower bound on per-dimension MSE"),
+    MetricSpec("bound_validity", "higher", "bound", "fraction of samples respecting the claim"),
+    MetricSpec("release_rate", "higher", "utility", "fraction of queries answered (not ⊥)"),
+    MetricSpec("eps_audit_lb", "lower", "privacy", "empirical lower bound on epsilon (audit)"),
+    MetricSpec("fit_s", "lower", "cost", "mechanism fit time in seconds"),
+    MetricSpec("release_ms", "lower", "cost", "release time per sample in milliseconds"),
+    MetricSpec("attack_s", "lower", "cost", "attack fit + reconstruct time in seconds"),
+)
+
+METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _BUILTIN}
+
+
+def register_metric(spec: MetricSpec) -> MetricSpec:
+    """Add a plug-in metric; re-registering the identical spec is a no-op."""
+    known = METRICS.get(spec.name)
+    if known is not None and known != spec:
+        raise ConfigError(f"metric {spec.name!r} is already registered with a different spec")
+    if spec.better not in ("higher", "lower"):
+        raise ConfigError(f"metric {spec.name!r}: better must be 'higher' or 'lower'")
+    if spec.kind not in ("utility", "privacy", "bound", "cost"):
+        raise ConfigError(f"metric {spec.name!r}: kind must be utility/privacy/bound/cost")
+    METRICS[spec.name] = spec
+    return spec
+
+
+def metric_spec(name: str) -> MetricSpec:
+    """The spec of metric `name`; an unknown name is a one-line `UnknownNameError`."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        known = ", ".join(sorted(METRICS))
+        raise UnknownNameError(f"unknown metric {name!r}; known metrics: {known}") from None
+
+
+__all__ = ["METRICS", "MetricResult", "MetricSpec", "metric_spec", "register_metric"]

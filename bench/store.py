@@ -1,0 +1,187 @@
+"""The result store: SQLite in WAL mode, one row per (job hash, metric).
+
+A job's rows and its `jobs` record are written in one transaction, so a killed run
+leaves each job either wholly stored or absent (it reruns); the primary keys make a
+second writer of the same job a no-op instead of a duplicate.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.hashing import canonical_json
+from bench.jobs import Job
+from bench.metrics import MetricResult
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_hash TEXT PRIMARY KEY,
+    config TEXT NOT NULL,
+    task TEXT NOT NULL,
+    mechanism TEXT NOT NULL,
+    params TEXT NOT NULL,
+    attack TEXT,
+    attack_params TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    task_version TEXT NOT NULL,
+    data_hash TEXT NOT NULL,
+    code_hash TEXT NOT NULL,
+    guarantee TEXT NOT NULL,
+    duration_s REAL NOT NULL,
+    machine TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    job_hash TEXT NOT NULL REFERENCES jobs(job_hash),
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    ci_lo REAL NOT NULL,
+    ci_hi REAL NOT NULL,
+    n INTEGER NOT NULL,
+    samples BLOB,
+    PRIMARY KEY (job_hash, metric)
+);
+"""
+
+
+def machine_info() -> dict[str, str]:
+    import torch
+
+    return {
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpu": platform.processor() or platform.machine(),
+    }
+
+
+class ResultStore:
+    """Read and write job results; safe for one writer and many readers at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def stored_hashes(self, hashes: list[str]) -> set[str]:
+        """Which of `hashes` are already complete in the store."""
+        found: set[str] = set()
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT job_hash FROM jobs WHERE job_hash IN ({marks})", chunk
+            )
+            found.update(r[0] for r in rows)
+        return found
+
+    def write(
+        self,
+        job: Job,
+        metrics: dict[str, MetricResult],
+        guarantee: dict[str, Any],
+        duration_s: float,
+    ) -> bool:
+        """Store a finished job atomically; False when it was already stored (no change)."""
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            cur.execute(
+                "INSERT OR IGNORE INTO jobs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    job.hash,
+                    canonical_json(job.config()),
+                    job.task,
+                    job.mechanism,
+                    canonical_json(job.params),
+                    job.attack,
+                    canonical_json(job.attack_params),
+                    job.seed,
+                    job.task_version,
+                    job.data_hash,
+                    job.code_hash,
+                    canonical_json(guarantee),
+                    duration_s,
+                    canonical_json(machine_info()),
+                    now,
+                ),
+            )
+            if cur.rowcount == 0:
+                cur.execute("ROLLBACK")
+                return False
+            cur.executemany(
+                "INSERT INTO results VALUES (?,?,?,?,?,?,?)",
+                [
+                    (
+                        job.hash,
+                        name,
+                        float(m.value),
+                        float(m.ci[0]),
+                        float(m.ci[1]),
+                        int(m.n),
+                        None
+                        if m.samples is None
+                        else np.asarray(m.samples, dtype=np.float64).tobytes(),
+                    )
+                    for name, m in sorted(metrics.items())
+                ],
+            )
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        return True
+
+    def load(self, hashes: list[str]) -> list[dict[str, Any]]:
+        """Job results in the leaderboard's input format, in the order of `hashes`."""
+        out = []
+        for job_hash in hashes:
+            job = self._conn.execute(
+                "SELECT task, mechanism, params, attack, attack_params, seed, guarantee, "
+                "created_at FROM jobs WHERE job_hash = ?",
+                (job_hash,),
+            ).fetchone()
+            if job is None:
+                continue
+            metrics = {
+                name: MetricResult(
+                    value,
+                    (lo, hi),
+                    n,
+                    None if blob is None else np.frombuffer(blob, dtype=np.float64),
+                )
+                for name, value, lo, hi, n, blob in self._conn.execute(
+                    "SELECT metric, value, ci_lo, ci_hi, n, samples FROM results "
+                    "WHERE job_hash = ?",
+                    (job_hash,),
+                )
+            }
+            out.append(
+                {
+                    "task": job[0],
+                    "mechanism": job[1],
+                    "params": json.loads(job[2]),
+                    "attack": job[3],
+                    "attack_params": json.loads(job[4]),
+                    "seed": job[5],
+                    "guarantee": json.loads(job[6]),
+                    "created_at": job[7],
+                    "metrics": metrics,
+                }
+            )
+        return out

@@ -1,0 +1,217 @@
+"""Suite files: a named, versioned grid of tasks x mechanisms (parameter sweeps) x attacks
+x seeds, stored as TOML under bench/suites/ (or given by path). Unknown keys are errors.
+
+Example:
+
+    name = "smoke"
+    version = "1"
+    seeds = 2
+    attack_samples = 64
+    [[task]]
+    name = "fmnist"
+    n_train = 2000
+    [[mechanism]]
+    name = "gauss-input"
+    grid = { eps = [1.0, 4.0] }
+    params = { r = 0.1 }
+    [[attack]]
+    name = "optimization"
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bench.errors import ConfigError, SuiteFileError, UnknownNameError
+from bench.registry import ATTACKS, MECHANISMS, TASKS
+
+_TOP_KEYS = {
+    "name",
+    "version",
+    "description",
+    "seeds",
+    "attack_samples",
+    "task",
+    "mechanism",
+    "attack",
+}
+_MECH_KEYS = {"name", "params", "grid", "tasks"}
+_ATTACK_KEYS = {"name", "params", "tasks"}
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One component of a suite: a name and its fixed parameters and sweeps."""
+
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    tasks: tuple[str, ...] | None = None
+
+    def param_sets(self) -> list[dict[str, Any]]:
+        """Every combination of the grid, each merged over the fixed params."""
+        keys = sorted(self.grid)
+        combos = itertools.product(*(self.grid[k] for k in keys))
+        return [{**self.params, **dict(zip(keys, c, strict=True))} for c in combos]
+
+    def applies_to(self, task: str) -> bool:
+        return self.tasks is None or task in self.tasks
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A parsed and validated suite file."""
+
+    name: str
+    version: str
+    description: str
+    seeds: int
+    attack_samples: int
+    tasks: tuple[Entry, ...]
+    mechanisms: tuple[Entry, ...]
+    attacks: tuple[Entry, ...]
+    source: str
+
+
+def suite_dir() -> Path:
+    return Path(str(resources.files("bench") / "suites"))
+
+
+def available_suites() -> list[str]:
+    return sorted(p.stem for p in suite_dir().glob("*.toml"))
+
+
+def load_suite(name_or_path: str) -> Suite:
+    """Load a suite by registered name or by path to a .toml file."""
+    path = Path(name_or_path)
+    if not (path.suffix == ".toml" and path.exists()):
+        path = suite_dir() / f"{name_or_path}.toml"
+        if not path.exists():
+            known = ", ".join(available_suites())
+            raise UnknownNameError(
+                f"unknown suite '{name_or_path}'; known suites: {known} (or pass a .toml path)"
+            )
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise SuiteFileError(f"{path}: not valid TOML: {exc}") from exc
+    return parse_suite(raw, str(path))
+
+
+def _fail(source: str, message: str) -> SuiteFileError:
+    return SuiteFileError(f"{source}: {message}")
+
+
+def _check_keys(table: dict[str, Any], allowed: set[str], where: str, source: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise _fail(
+            source, f"unknown key '{unknown[0]}' in {where}; allowed: {', '.join(sorted(allowed))}"
+        )
+
+
+def _int(raw: dict[str, Any], key: str, default: int, source: str) -> int:
+    value = raw.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _fail(source, f"'{key}' must be a positive integer, got {value!r}")
+    return value
+
+
+def _entries(raw: dict[str, Any], kind: str, allowed: set[str], source: str) -> tuple[Entry, ...]:
+    tables = raw.get(kind, [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise _fail(source, f"'{kind}' must be an array of tables ([[{kind}]])")
+    entries = []
+    for i, table in enumerate(tables):
+        where = f"[[{kind}]] #{i + 1}"
+        if kind != "task":
+            _check_keys(table, allowed, where, source)
+        name = table.get("name")
+        if not isinstance(name, str):
+            raise _fail(source, f"{where} needs a string 'name'")
+        if kind == "task":
+            params = {k: v for k, v in table.items() if k != "name"}
+            entries.append(Entry(name, params))
+            continue
+        params, grid = table.get("params", {}), table.get("grid", {})
+        if not isinstance(params, dict) or not isinstance(grid, dict):
+            raise _fail(source, f"{where}: 'params' and 'grid' must be tables")
+        for key, values in grid.items():
+            if not isinstance(values, list) or not values:
+                raise _fail(source, f"{where}: grid '{key}' must be a non-empty list")
+        tasks = table.get("tasks")
+        if tasks is not None and not (
+            isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)
+        ):
+            raise _fail(source, f"{where}: 'tasks' must be a list of task names")
+        entries.append(Entry(name, dict(params), dict(grid), tuple(tasks) if tasks else None))
+    if not entries and kind != "attack":
+        raise _fail(source, f"a suite needs at least one [[{kind}]]")
+    return tuple(entries)
+
+
+def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
+    """Validate a parsed TOML document and check every name and parameter it uses."""
+    _check_keys(raw, _TOP_KEYS, "the top level", source)
+    for key in ("name", "version"):
+        if not isinstance(raw.get(key), str):
+            raise _fail(source, f"'{key}' must be a string")
+    suite = Suite(
+        name=raw["name"],
+        version=raw["version"],
+        description=str(raw.get("description", "")),
+        seeds=_int(raw, "seeds", 1, source),
+        attack_samples=_int(raw, "attack_samples", 100, source),
+        tasks=_entries(raw, "task", set(), source),
+        mechanisms=_entries(raw, "mechanism", _MECH_KEYS, source),
+        attacks=_entries(raw, "attack", _ATTACK_KEYS, source),
+        source=source,
+    )
+    _check_components(suite)
+    return suite
+
+
+def _check_components(suite: Suite) -> None:
+    """Resolve every name and instantiate every parameter set, so that a typo fails before
+    any job runs."""
+    task_names = {t.name for t in suite.tasks}
+    for entry in suite.tasks:
+        make_task(entry.name, entry.params, suite.source)
+    for registry, entries in ((MECHANISMS, suite.mechanisms), (ATTACKS, suite.attacks)):
+        for entry in entries:
+            try:
+                cls = registry.get(entry.name)
+                for params in entry.param_sets():
+                    cls(**params)
+            except (UnknownNameError, ConfigError) as exc:
+                raise _fail(suite.source, str(exc)) from exc
+            for t in entry.tasks or ():
+                if t not in task_names:
+                    raise _fail(
+                        suite.source, f"{entry.name}: 'tasks' names '{t}', not a task of this suite"
+                    )
+
+
+def make_task(name: str, options: dict[str, Any], source: str = "<suite>") -> Any:
+    """Instantiate a registered task with suite options; unknown options are errors."""
+    try:
+        cls = TASKS.get(name)
+    except UnknownNameError as exc:
+        raise _fail(source, str(exc)) from exc
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        raise _fail(
+            source,
+            f"task {name} has no option '{unknown[0]}'; its options: {', '.join(sorted(accepted))}",
+        )
+    try:
+        return cls(**options)
+    except ConfigError as exc:
+        raise _fail(source, str(exc)) from exc
