@@ -1,0 +1,64 @@
+"""Shared fixtures: a tiny suite on real Fashion-MNIST, and a CLI runner in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = [sys.executable, "-m", "bench.cli"]
+
+TINY_SUITE = """
+name = "tiny"
+version = "1"
+seeds = 2
+attack_samples = 16
+
+[[task]]
+name = "fmnist"
+n_train = 300
+n_aux = 200
+n_test = 100
+train_epochs = 1
+
+[[mechanism]]
+name = "identity"
+
+[[mechanism]]
+name = "gauss-input"
+grid = { eps = [1.0] }
+params = { r = 0.5 }
+
+[[attack]]
+name = "optimization"
+params = { max_steps = 30 }
+
+[[attack]]
+name = "inverter"
+params = { epochs = 2 }
+"""
+
+
+@pytest.fixture
+def tiny_suite(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY_SUITE)
+    return path
+
+
+def run_cli(
+    *args: str, cwd: Path, extra_path: tuple[Path, ...] = (), check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Run `bench ARGS` in a fresh interpreter, as a user would, and capture its output.
+    `extra_path` puts plug-in distributions (dist-info + module) on the import path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in (*extra_path, ROOT))}
+    proc = subprocess.run(
+        [*BENCH, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"bench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc

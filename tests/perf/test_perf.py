@@ -1,0 +1,42 @@
+"""Performance benchmarks (pytest-benchmark), compared side by side in one run:
+`make bench-perf`. In the normal test run they execute once, as smoke tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from bench.metrics.reconstruction import mse, ssim
+from bench.metrics.stats import aggregate_seeds, summarize
+from bench.tasks.images import FashionMNIST
+from mechanisms.input_noise import GaussInput, LDPImage
+
+X = torch.rand(256, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+TASK = FashionMNIST(n_train=10, n_aux=10, n_test=10)
+TASK.splits()
+
+
+@pytest.mark.benchmark(group="release-256")
+@pytest.mark.parametrize("cls", [GaussInput, LDPImage], ids=["gauss-input", "ldp-image"])
+def test_release_throughput(benchmark, cls) -> None:
+    mech = cls(eps=2.0)
+    mech._noise = mech.calibrate(TASK)
+    out = benchmark(lambda: mech.release(X, torch.Generator().manual_seed(1)))
+    assert out.values.shape == X.shape
+
+
+@pytest.mark.benchmark(group="metrics-256")
+@pytest.mark.parametrize("metric", [mse, ssim], ids=["mse", "ssim"])
+def test_metric_cost(benchmark, metric) -> None:
+    noisy = X + 0.1 * torch.randn(X.shape, generator=torch.Generator().manual_seed(2))
+    args = (X, noisy) if metric is mse else (X, noisy, 1.0)
+    assert len(benchmark(metric, *args)) == len(X)
+
+
+@pytest.mark.benchmark(group="bootstrap")
+def test_hierarchical_bootstrap_cost(benchmark) -> None:
+    rng = np.random.default_rng(0)
+    per_seed = [summarize(rng.normal(size=1000)) for _ in range(5)]
+    result = benchmark(aggregate_seeds, per_seed)
+    assert result.ci[0] < result.value < result.ci[1]

@@ -1,0 +1,172 @@
+"""The command line as a user meets it: listing, bad input (one line, exit 2, nothing
+stored), plug-ins through entry points, and regression comparison."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+PLUGINS = ROOT / "tests" / "plugins"
+
+
+def _one_line_error(proc, *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def _stored_jobs(store: Path) -> int:
+    if not store.exists():
+        return 0
+    with sqlite3.connect(store) as conn:
+        return conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+
+
+def test_list_shows_registered_components(tmp_path) -> None:
+    for kind, expected in [
+        ("tasks", "fmnist"),
+        ("mechanisms", "gauss-input"),
+        ("attacks", "inverter"),
+        ("suites", "smoke"),
+        ("metrics", "ssim"),
+    ]:
+        proc = run_cli("list", kind, cwd=tmp_path, check=True)
+        assert expected in proc.stdout
+
+
+def test_help_everywhere(tmp_path) -> None:
+    for cmd in ([], ["run"], ["list"], ["leaderboard"], ["compare"]):
+        proc = run_cli(*cmd, "--help", cwd=tmp_path)
+        assert proc.returncode == 0 and "Usage" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["run", "--suite", "no-such-suite"], ["unknown suite 'no-such-suite'", "smoke"]),
+        (["list", "gadgets"], ["cannot list 'gadgets'"]),
+        (["leaderboard", "--suite", "smoke", "--store", "missing.sqlite"], ["no result store"]),
+        (["compare", "missing.json", "missing.json"], ["missing.json"]),
+    ],
+)
+def test_user_mistakes_give_one_line_and_exit_2(tmp_path, args, fragments) -> None:
+    _one_line_error(run_cli(*args, cwd=tmp_path), *fragments)
+
+
+def test_unknown_filter_names_are_refused(tmp_path, tiny_suite) -> None:
+    for flag, value in (("--task", "cifar10"), ("--mechanism", "nope"), ("--attack", "nope")):
+        proc = run_cli(
+            "run", "--suite", str(tiny_suite), flag, value, "--store", "s.sqlite", cwd=tmp_path
+        )
+        _one_line_error(proc, f"no {flag[2:]} '{value}'")
+    assert _stored_jobs(tmp_path / "s.sqlite") == 0
+
+
+def test_malformed_suite_file(tmp_path, tiny_suite) -> None:
+    tiny_suite.write_text(tiny_suite.read_text() + "\nretries = 3\n")
+    proc = run_cli("run", "--suite", str(tiny_suite), cwd=tmp_path)
+    _one_line_error(proc, "unknown key 'retries'", str(tiny_suite))
+
+
+def test_missing_dataset_names_the_files(tmp_path) -> None:
+    suite = tmp_path / "c.toml"
+    suite.write_text(
+        'name="c"\nversion="1"\n[[task]]\nname="cifar10"\ndata_root="%s"\n'
+        '[[mechanism]]\nname="identity"\n' % (tmp_path / "nowhere")
+    )
+    proc = run_cli("run", "--suite", str(suite), cwd=tmp_path)
+    _one_line_error(proc, "data_batch_1")
+
+
+@pytest.mark.parametrize(("mechanism", "fragment"), [("test-nan", "NaN"), ("test-short", "rows")])
+def test_faulty_plugin_mechanism_is_refused_and_nothing_stored(
+    tmp_path, tiny_suite, mechanism, fragment
+) -> None:
+    text = tiny_suite.read_text().replace('name = "identity"', f'name = "{mechanism}"')
+    tiny_suite.write_text(text)
+    store = tmp_path / "s.sqlite"
+    proc = run_cli(
+        "run",
+        "--suite",
+        str(tiny_suite),
+        "--mechanism",
+        mechanism,
+        "--store",
+        str(store),
+        "--no-progress",
+        cwd=tmp_path,
+        extra_path=(PLUGINS,),
+    )
+    _one_line_error(proc, f"mechanism {mechanism}", fragment)
+    assert _stored_jobs(store) == 0
+    assert not (tmp_path / "leaderboards").exists()
+
+
+def test_plugins_are_listed_through_entry_points(tmp_path) -> None:
+    proc = run_cli("list", "mechanisms", cwd=tmp_path, extra_path=(PLUGINS,), check=True)
+    assert "test-nan" in proc.stdout and "test-short" in proc.stdout
+    assert "test-nan" not in run_cli("list", "mechanisms", cwd=tmp_path, check=True).stdout
+
+
+def _board(path: Path, accuracy: float, mse: float) -> Path:
+    metrics = lambda value: {"value": value, "ci": [value * 0.99, value * 1.01], "n": 100}  # noqa: E731
+    rows = [
+        {
+            "task": "fmnist",
+            "mechanism": "gauss-input",
+            "params": {"eps": 1.0},
+            "guarantee": {"notion": "ip"},
+            "attack": None,
+            "attack_params": {},
+            "seeds": 2,
+            "metrics": {"accuracy": metrics(accuracy)},
+        },
+        {
+            "task": "fmnist",
+            "mechanism": "gauss-input",
+            "params": {"eps": 1.0},
+            "guarantee": {"notion": "ip"},
+            "attack": "inverter",
+            "attack_params": {},
+            "seeds": 2,
+            "metrics": {"mse": metrics(mse)},
+        },
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "suite": "t",
+                "suite_version": "1",
+                "generated_at": "x",
+                "code_version": "y",
+                "rows": rows,
+            }
+        )
+    )
+    return path
+
+
+def test_compare_exit_codes(tmp_path) -> None:
+    base = _board(tmp_path / "base.json", 0.80, 0.050)
+    same = _board(tmp_path / "same.json", 0.80, 0.050)
+    worse_utility = _board(tmp_path / "worse_acc.json", 0.60, 0.050)
+    stronger_attack = _board(tmp_path / "stronger.json", 0.80, 0.020)
+    assert run_cli("compare", str(base), str(same), cwd=tmp_path).returncode == 0
+    assert run_cli("compare", str(base), str(worse_utility), cwd=tmp_path).returncode == 1
+    assert run_cli("compare", str(base), str(stronger_attack), cwd=tmp_path).returncode == 1
+    # A loose enough tolerance accepts the utility drop.
+    loose = run_cli(
+        "compare", str(base), str(worse_utility), "--tolerance", "accuracy=0.5", cwd=tmp_path
+    )
+    assert loose.returncode == 0, loose.stdout
+    _one_line_error(
+        run_cli("compare", str(base), str(same), "--tolerance", "mse=abc", cwd=tmp_path), "mse=abc"
+    )

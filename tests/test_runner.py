@@ -1,0 +1,147 @@
+"""End to end on real Fashion-MNIST: resume after kill -9 and Ctrl-C, reruns that execute
+nothing and reproduce the leaderboard byte for byte, and workers that change nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.jobs import expand
+from bench.suite import load_suite
+from tests.conftest import BENCH, ROOT, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _rows(store: Path, table: str) -> int:
+    with sqlite3.connect(store) as conn:
+        return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+
+
+def _run(tiny_suite: Path, cwd: Path, *extra: str):
+    return run_cli(
+        "run",
+        "--suite",
+        str(tiny_suite),
+        "--store",
+        "r.sqlite",
+        "--out",
+        "lb",
+        "--no-progress",
+        *extra,
+        cwd=cwd,
+        check=True,
+    )
+
+
+def _start_and_stop_midway(tiny_suite: Path, cwd: Path, sig: int) -> subprocess.CompletedProcess:
+    """Start a run, wait until at least 3 jobs are stored, then send `sig`."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [
+            *BENCH,
+            "run",
+            "--suite",
+            str(tiny_suite),
+            "--store",
+            "r.sqlite",
+            "--out",
+            "lb",
+            "--no-progress",
+        ],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    store = cwd / "r.sqlite"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if store.exists() and _rows(store, "jobs") >= 3:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_rerun_executes_nothing_and_reproduces_the_leaderboard(tmp_path, tiny_suite) -> None:
+    first = _run(tiny_suite, tmp_path)
+    assert "12 jobs run, 0 already stored" in first.stdout
+    board = {p.name: p.read_bytes() for p in (tmp_path / "lb").glob("leaderboard.*")}
+    assert set(board) == {"leaderboard.json", "leaderboard.md", "leaderboard.csv"}
+    second = _run(tiny_suite, tmp_path)
+    assert "0 jobs run, 12 already stored" in second.stdout
+    assert board == {p.name: p.read_bytes() for p in (tmp_path / "lb").glob("leaderboard.*")}
+    data = json.loads(board["leaderboard.json"])
+    assert {r["mechanism"] for r in data["rows"]} == {"identity", "gauss-input"}
+    assert all(r["seeds"] == 2 for r in data["rows"])
+
+
+def test_kill_9_midway_then_rerun_completes_without_loss_or_duplicates(
+    tmp_path, tiny_suite
+) -> None:
+    killed = _start_and_stop_midway(tiny_suite, tmp_path, signal.SIGKILL)
+    assert killed.returncode == -signal.SIGKILL
+    assert not (tmp_path / "lb").exists()
+    done_before = _rows(tmp_path / "r.sqlite", "jobs")
+    resumed = _run(tiny_suite, tmp_path)
+    assert f"{12 - done_before} jobs run, {done_before} already stored" in resumed.stdout
+    jobs = expand(load_suite(str(tiny_suite)))
+    with sqlite3.connect(tmp_path / "r.sqlite") as conn:
+        stored = [r[0] for r in conn.execute("SELECT job_hash FROM jobs")]
+        orphans = conn.execute(
+            "SELECT COUNT(*) FROM results WHERE job_hash NOT IN (SELECT job_hash FROM jobs)"
+        ).fetchone()[0]
+        per_job = dict(conn.execute("SELECT job_hash, COUNT(*) FROM results GROUP BY job_hash"))
+    assert sorted(stored) == sorted(j.hash for j in jobs)  # every job exactly once
+    assert orphans == 0
+    for job in jobs:  # and each with its full set of metrics
+        assert per_job[job.hash] == (4 if job.attack is None else 7)
+
+
+def test_ctrl_c_exits_130_with_a_resume_hint(tmp_path, tiny_suite) -> None:
+    stopped = _start_and_stop_midway(tiny_suite, tmp_path, signal.SIGINT)
+    assert stopped.returncode == 130, stopped.stderr
+    assert "run the same command to resume" in stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    resumed = _run(tiny_suite, tmp_path)
+    assert "already stored" in resumed.stdout and (tmp_path / "lb" / "leaderboard.json").exists()
+
+
+def test_two_workers_give_the_same_results_as_one(tmp_path, tiny_suite) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    _run(tiny_suite, one)
+    _run(tiny_suite, two, "--jobs", "2")
+    a = json.loads((one / "lb" / "leaderboard.json").read_text())
+    b = json.loads((two / "lb" / "leaderboard.json").read_text())
+    strip = lambda rows: [  # noqa: E731  timings legitimately differ
+        {
+            **r,
+            "metrics": {
+                k: v
+                for k, v in r["metrics"].items()
+                if k not in ("fit_s", "release_ms", "attack_s")
+            },
+        }
+        for r in rows
+    ]
+    assert strip(a["rows"]) == strip(b["rows"])
+
+
+def test_bench_is_importable_without_the_cli() -> None:
+    # The public API used by notebooks must not need typer.
+    code = "import bench.api, sys; assert 'typer' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -1,0 +1,87 @@
+"""Suite files: parsing, grid expansion, and a one-line error for every malformed file."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from bench.errors import SuiteFileError, UnknownNameError
+from bench.jobs import expand
+from bench.suite import available_suites, load_suite, parse_suite
+from tests.conftest import TINY_SUITE
+
+
+def _suite(**changes):
+    raw = tomllib.loads(TINY_SUITE)
+    raw.update(changes)
+    return raw
+
+
+def test_shipped_suites_parse() -> None:
+    assert {"smoke", "default"} <= set(available_suites())
+    for name in available_suites():
+        assert load_suite(name).name == name
+
+
+def test_grid_expands_to_every_combination_and_seed() -> None:
+    raw = _suite(
+        mechanism=[{"name": "gauss-input", "grid": {"eps": [1.0, 2.0], "r": [0.1, 0.2, 0.3]}}]
+    )
+    jobs = expand(parse_suite(raw))
+    # 6 parameter sets x 2 seeds x (utility + 2 attacks)
+    assert len(jobs) == 36
+    assert len({j.hash for j in jobs}) == 36
+    assert {j.params["delta"] for j in jobs} == {1e-5}  # defaults resolved into the identity
+
+
+def test_job_hash_is_stable_and_sensitive_to_config() -> None:
+    a = expand(parse_suite(_suite()))
+    b = expand(parse_suite(_suite()))
+    assert [j.hash for j in a] == [j.hash for j in b]
+    c = expand(parse_suite(_suite(attack_samples=17)))
+    attack_jobs = [j for j in a if j.attack]
+    assert not {j.hash for j in attack_jobs} & {j.hash for j in c}
+    assert {j.hash for j in a if not j.attack} == {j.hash for j in c if not j.attack}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"colour": "red"}, "unknown key 'colour'"),
+        ({"seeds": 0}, "'seeds' must be a positive integer"),
+        ({"version": 3}, "'version' must be a string"),
+        ({"mechanism": [{"name": "no-such-mech"}]}, "unknown mechanism 'no-such-mech'"),
+        (
+            {"mechanism": [{"name": "gauss-input", "grid": {"epsilon": [1.0]}}]},
+            "no parameter 'epsilon'",
+        ),
+        ({"mechanism": [{"name": "gauss-input", "grid": {"eps": []}}]}, "non-empty list"),
+        ({"mechanism": [{"name": "identity", "sweep": {}}]}, "unknown key 'sweep'"),
+        (
+            {"mechanism": [{"name": "gauss-input", "params": {"eps": -1.0}}]},
+            "eps must be a positive",
+        ),
+        ({"attack": [{"name": "telepathy"}]}, "unknown attack 'telepathy'"),
+        ({"task": [{"name": "fmnist", "n_trian": 5}]}, "no option 'n_trian'"),
+        ({"task": [{"name": "imagenet"}]}, "unknown task 'imagenet'"),
+        ({"task": []}, "at least one [[task]]"),
+        ({"mechanism": [{"name": "identity", "tasks": ["mnist"]}]}, "not a task of this suite"),
+    ],
+)
+def test_malformed_suites_are_refused_with_one_line(change: dict, message: str) -> None:
+    with pytest.raises(SuiteFileError) as err:
+        parse_suite(_suite(**change), "s.toml")
+    text = str(err.value)
+    assert message in text
+    assert "\n" not in text
+    assert text.startswith("s.toml: ")
+
+
+def test_bad_toml_and_unknown_suite(tmp_path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \n")
+    with pytest.raises(SuiteFileError, match="not valid TOML"):
+        load_suite(str(bad))
+    with pytest.raises(UnknownNameError, match=r"known suites: .*smoke"):
+        load_suite("no-such-suite")
