@@ -3,7 +3,8 @@
 Each artifact is a torch state (any picklable-by-torch object) written atomically
 (temp file + rename) with its sha256 beside it and verified on read; a corrupt or
 half-written entry is rebuilt, never used. A per-key file lock makes concurrent
-workers build an artifact once.
+workers build an artifact once. The time an artifact took to build is stored with it,
+so a job's reported fit cost is the same whether the artifact was built or reused.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import io
-import os
-import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from bench.fsutil import atomic_write
 from bench.hashing import digest
 
 
@@ -28,6 +29,12 @@ class ArtifactCache:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self.seconds_inside = 0.0  # wall time spent in get_or_build (building or loading)
+        self.build_seconds = 0.0  # recorded build time of every artifact handed out
+        self._depth = 0  # a build may fetch other artifacts: time only the outermost call
+
+    def reset_timers(self) -> None:
+        self.seconds_inside = self.build_seconds = 0.0
 
     def key(self, recipe: dict[str, Any]) -> str:
         """The cache key of a recipe (everything that determines the artifact)."""
@@ -47,18 +54,30 @@ class ArtifactCache:
     def get_or_build(self, recipe: dict[str, Any], build: Callable[[], Any]) -> Any:
         """Load the artifact for `recipe`, building and storing it first if needed."""
         key = self.key(recipe)
-        with self._locked(key) as entry:
-            found = self._read(entry)
-            if found is not None:
+        start = time.perf_counter()
+        outermost = self._depth == 0
+        self._depth += 1
+        try:
+            with self._locked(key) as entry:
+                found = self._read(entry)
+                if found is not None:
+                    took = float((entry / "build_seconds").read_text())
+                else:
+                    found = build()
+                    took = time.perf_counter() - start
+                    self._write(entry, found, took)
+                if outermost:
+                    self.build_seconds += took
                 return found
-            artifact = build()
-            self._write(entry, artifact)
-            return artifact
+        finally:
+            self._depth -= 1
+            if outermost:
+                self.seconds_inside += time.perf_counter() - start
 
     @staticmethod
     def _read(entry: Path) -> Any | None:
         blob_path, sum_path = entry / "artifact.pt", entry / "artifact.sha256"
-        if not (blob_path.exists() and sum_path.exists()):
+        if not (blob_path.exists() and sum_path.exists() and (entry / "build_seconds").exists()):
             return None
         blob = blob_path.read_bytes()
         if hashlib.sha256(blob).hexdigest() != sum_path.read_text().strip():
@@ -66,23 +85,10 @@ class ArtifactCache:
         return torch.load(io.BytesIO(blob), weights_only=False)
 
     @staticmethod
-    def _write(entry: Path, artifact: Any) -> None:
+    def _write(entry: Path, artifact: Any, build_seconds: float) -> None:
         buf = io.BytesIO()
         torch.save(artifact, buf)
         blob = buf.getvalue()
-        _atomic_write(entry / "artifact.pt", blob)
-        _atomic_write(entry / "artifact.sha256", hashlib.sha256(blob).hexdigest().encode())
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so readers see the old file or the whole new one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        atomic_write(entry / "build_seconds", f"{build_seconds:.6f}".encode())
+        atomic_write(entry / "artifact.pt", blob)
+        atomic_write(entry / "artifact.sha256", hashlib.sha256(blob).hexdigest().encode())

@@ -43,8 +43,8 @@ def list_cmd(
     registries = {"tasks": TASKS, "mechanisms": MECHANISMS, "attacks": ATTACKS}
     if kind in registries:
         for name in registries[kind].names():
-            doc = (registries[kind].get(name).__doc__ or "").strip().splitlines()
-            typer.echo(f"{name:16s} {doc[0] if doc else ''}")
+            doc = (registries[kind].get(name).__doc__ or "").strip().split("\n\n")[0]
+            typer.echo(f"{name:16s} {' '.join(doc.split())}")
     elif kind == "metrics":
         for spec in METRICS.values():
             typer.echo(f"{spec.name:16s} {spec.better:6s}-is-better  {spec.description}")

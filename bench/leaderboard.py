@@ -11,8 +11,6 @@ import csv
 import io
 import json
 import math
-import os
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BenchError
+from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
 from bench.metrics import METRICS, MetricResult
 from bench.metrics.stats import aggregate_seeds
@@ -154,22 +153,8 @@ def build_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------- atomic writes
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write `data` to a temp file beside `path`, fsync, then os.replace onto `path`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _atomic_write_text(path: Path, text: str) -> Path:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write(path, text.encode("utf-8"))
     return path
 
 
@@ -269,13 +254,43 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def attack_label(row: dict[str, Any]) -> str:
-    """An attack's name plus its parameters when it has any, e.g. "map (lr=0.1)"."""
-    params = row.get("attack_params") or {}
-    if not params:
-        return str(row["attack"])
-    inner = ", ".join(f"{k}={_fmt_short(v)}" for k, v in params.items())
-    return f"{row['attack']} ({inner})"
+def _params_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_fmt_short(v)}" for k, v in sorted(params.items()))
+
+
+def attack_labels(rows: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """Column label per (attack, params JSON): the bare name when a task runs the attack with
+    one parameter set, else the name plus the parameters that differ, e.g. "map (lam=0.1)"."""
+    by_name: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        if r["attack"] is not None:
+            by_name[r["attack"]][canonical_json(r.get("attack_params") or {})] = (
+                r.get("attack_params") or {}
+            )
+    labels = {}
+    for name, variants in by_name.items():
+        for key, params in variants.items():
+            varying = {
+                k: v
+                for k, v in params.items()
+                if any(other.get(k) != v for other in variants.values())
+            }
+            labels[(name, key)] = f"{name} ({_params_text(varying)})" if varying else name
+    return labels
+
+
+def _label_of(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> str:
+    return labels[(row["attack"], canonical_json(row.get("attack_params") or {}))]
+
+
+def _attack_settings(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per attack configuration with all its parameters (for reproduction)."""
+    labels = attack_labels(rows)
+    seen = {}
+    for r in rows:
+        if r["attack"] is not None:
+            seen[_label_of(r, labels)] = _params_text(r.get("attack_params") or {})
+    return [f"- `{label}`: {text or 'defaults'}" for label, text in sorted(seen.items())]
 
 
 def utility_metric_of(rows: list[dict[str, Any]]) -> str | None:
@@ -319,7 +334,8 @@ def _worst_case(config_rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     """Markdown table lines for one task: one line per (mechanism, params)."""
     configs = _by_config(rows)
-    attacks = sorted({attack_label(r) for r in rows if r["attack"] is not None})
+    labels = attack_labels(rows)
+    attacks = sorted({_label_of(r, labels) for r in rows if r["attack"] is not None})
     has = {n for r in rows for n in r["metrics"]}
     extra = [n for n in ("release_rate", "bound_validity") if n in has]
     header = ["mechanism", "params", "guarantee", "seeds"]
@@ -330,7 +346,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (mechanism, params_json), config_rows in configs.items():
         base = next((r for r in config_rows if r["attack"] is None), None)
-        by_attack = {attack_label(r): r for r in config_rows if r["attack"] is not None}
+        by_attack = {_label_of(r, labels): r for r in config_rows if r["attack"] is not None}
         base_metrics = base["metrics"] if base else {}
         cells = [
             mechanism,
@@ -382,6 +398,9 @@ def leaderboard_markdown(
             "",
         ]
         lines += _task_table(task_rows, utility)
+        settings = _attack_settings(task_rows)
+        if settings:
+            lines += ["", "Attack settings:", "", *settings]
     return "\n".join(lines) + "\n"
 
 
@@ -491,7 +510,7 @@ def write_leaderboard(
     for task, task_rows in _rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         path = out_dir / "plots" / f"{_safe_name(task)}.png"
-        atomic_write_bytes(path, privacy_utility_png(task, task_rows, utility))
+        atomic_write(path, privacy_utility_png(task, task_rows, utility))
         written.append(path)
     return written
 
@@ -592,7 +611,6 @@ def load_leaderboard(path: Path | str) -> dict[str, Any]:
 
 
 __all__ = [
-    "atomic_write_bytes",
     "build_rows",
     "describe_guarantee",
     "load_leaderboard",

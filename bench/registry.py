@@ -9,6 +9,7 @@ lm-evaluation-harness does for its task registry.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
@@ -17,12 +18,15 @@ from bench.errors import BenchError, UnknownNameError
 
 T = TypeVar("T")
 
-# Modules whose import registers the in-tree components.
-_IN_TREE = {
-    "task": ("bench.tasks.images",),
-    "mechanism": ("mechanisms.identity", "mechanisms.input_noise"),
-    "attack": ("attacks.optimization", "attacks.inverter"),
-}
+# Packages whose modules register the in-tree components when imported.
+_IN_TREE = {"task": "bench.tasks", "mechanism": "mechanisms", "attack": "attacks"}
+
+
+def _import_package_modules(package_name: str) -> None:
+    """Import every module of a package (recursively), so decorators run."""
+    package = importlib.import_module(package_name)
+    for info in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}."):
+        importlib.import_module(info.name)
 
 
 class Registry(Generic[T]):
@@ -47,8 +51,7 @@ class Registry(Generic[T]):
         if self._loaded:
             return
         self._loaded = True
-        for module in _IN_TREE[self.kind]:
-            importlib.import_module(module)
+        _import_package_modules(_IN_TREE[self.kind])
         for ep in entry_points(group=self.group):
             try:
                 cls = ep.load()

@@ -145,3 +145,14 @@ def test_bench_is_importable_without_the_cli() -> None:
     # The public API used by notebooks must not need typer.
     code = "import bench.api, sys; assert 'typer' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_smoke_suite_twice_second_run_executes_nothing(tmp_path) -> None:
+    args = ("run", "--suite", "smoke", "--store", "r.sqlite", "--out", "lb", "--no-progress")
+    first = run_cli(*args, "--jobs", "2", cwd=tmp_path, check=True)
+    assert "30 jobs run, 0 already stored" in first.stdout
+    board = {p.name: p.read_bytes() for p in (tmp_path / "lb").rglob("*") if p.is_file()}
+    assert {"leaderboard.json", "leaderboard.md", "leaderboard.csv", "fmnist.png"} <= set(board)
+    second = run_cli(*args, cwd=tmp_path, check=True)
+    assert "0 jobs run, 30 already stored" in second.stdout
+    assert board == {p.name: p.read_bytes() for p in (tmp_path / "lb").rglob("*") if p.is_file()}

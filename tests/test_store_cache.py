@@ -3,6 +3,8 @@ corrupt entry instead of using it."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -14,9 +16,18 @@ from bench.store import ResultStore
 
 def _job(seed: int = 0) -> Job:
     return Job(
-        task="fmnist", task_options={}, task_config={"name": "fmnist"}, mechanism="identity",
-        params={}, attack=None, attack_params={}, seed=seed, attack_samples=10,
-        task_version="1", data_hash="d", code_hash="c",
+        task="fmnist",
+        task_options={},
+        task_config={"name": "fmnist"},
+        mechanism="identity",
+        params={},
+        attack=None,
+        attack_params={},
+        seed=seed,
+        attack_samples=10,
+        task_version="1",
+        data_hash="d",
+        code_hash="c",
     )
 
 
@@ -67,4 +78,17 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path) -> None:
     blob = tmp_path / cache.key({"k": 2}) / "artifact.pt"
     blob.write_bytes(blob.read_bytes()[:-5] + b"xxxxx")
     assert cache.get_or_build({"k": 2}, lambda: {"v": 2}) == {"v": 2}
-    assert not [p for p in (tmp_path / cache.key({"k": 2})).iterdir() if p.name.startswith(".artifact")]
+    assert not [
+        p for p in (tmp_path / cache.key({"k": 2})).iterdir() if p.name.startswith(".artifact")
+    ]
+
+
+def test_reused_artifact_reports_its_recorded_build_time(tmp_path) -> None:
+    first = ArtifactCache(tmp_path)
+    first.get_or_build({"k": 3}, lambda: time.sleep(0.2) or {"v": 1})
+    assert first.build_seconds >= 0.2
+    second = ArtifactCache(tmp_path)
+    assert second.get_or_build({"k": 3}, lambda: {"v": 9}) == {"v": 1}
+    # The fit cost of a job does not depend on whether the cache was warm.
+    assert second.build_seconds == pytest.approx(first.build_seconds, abs=1e-5)
+    assert second.seconds_inside < first.build_seconds

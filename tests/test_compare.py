@@ -1,0 +1,104 @@
+"""Regression comparison semantics: direction per metric, tolerance, CI, missing rows."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from bench.compare import compare, parse_tolerances
+from bench.errors import ConfigError
+
+
+def _row(attack, metrics):
+    return {
+        "task": "fmnist",
+        "mechanism": "gauss-input",
+        "params": {"eps": 1.0},
+        "guarantee": {"notion": "ip"},
+        "attack": attack,
+        "attack_params": {},
+        "seeds": 3,
+        "metrics": metrics,
+    }
+
+
+def _m(value, half_width=0.0):
+    return {"value": value, "ci": [value - half_width, value + half_width], "n": 300}
+
+
+BASE = {
+    "suite": "s",
+    "suite_version": "1",
+    "generated_at": "t",
+    "code_version": "c",
+    "rows": [
+        _row(None, {"accuracy": _m(0.80, 0.01), "fit_s": _m(10.0)}),
+        _row("inverter", {"mse": _m(0.050, 0.002), "ssim": _m(0.40, 0.01)}),
+    ],
+}
+
+
+def _with(row: int, metric: str, value: float) -> dict:
+    doc = copy.deepcopy(BASE)
+    doc["rows"][row]["metrics"][metric]["value"] = value
+    return doc
+
+
+def test_identical_boards_pass() -> None:
+    report = compare(BASE, copy.deepcopy(BASE))
+    assert report.ok and report.matched == 2 and not report.improvements
+
+
+@pytest.mark.parametrize(
+    ("row", "metric", "value"),
+    [
+        (0, "accuracy", 0.70),  # utility dropped
+        (1, "mse", 0.030),  # the attack got stronger: lower error
+        (1, "ssim", 0.60),  # the attack got stronger: higher similarity
+        (0, "fit_s", 20.0),  # runtime doubled (> 50% cost tolerance)
+    ],
+)
+def test_worse_beyond_tolerance_is_a_regression(row, metric, value) -> None:
+    report = compare(BASE, _with(row, metric, value))
+    assert not report.ok
+    assert [c.metric for c in report.regressions] == [metric]
+
+
+@pytest.mark.parametrize(
+    ("row", "metric", "value"),
+    [
+        (0, "accuracy", 0.90),  # utility improved
+        (1, "mse", 0.080),  # the attack got weaker
+    ],
+)
+def test_better_is_an_improvement_not_a_failure(row, metric, value) -> None:
+    report = compare(BASE, _with(row, metric, value))
+    assert report.ok and [c.metric for c in report.improvements] == [metric]
+
+
+def test_within_tolerance_or_inside_the_baseline_ci_is_not_flagged() -> None:
+    assert compare(BASE, _with(0, "accuracy", 0.79)).ok  # inside CI
+    assert compare(BASE, _with(0, "fit_s", 14.0)).ok  # 40% < cost tolerance
+    assert compare(BASE, _with(0, "accuracy", 0.70), tolerance=0.2).ok
+    assert compare(BASE, _with(0, "accuracy", 0.70), metric_tolerances={"accuracy": 0.2}).ok
+
+
+def test_missing_rows_and_metrics_fail() -> None:
+    fewer = copy.deepcopy(BASE)
+    fewer["rows"].pop(1)
+    assert not compare(BASE, fewer).ok
+    no_ssim = copy.deepcopy(BASE)
+    del no_ssim["rows"][1]["metrics"]["ssim"]
+    report = compare(BASE, no_ssim)
+    assert not report.ok and report.missing[0].metric == "ssim"
+    # A row only in the candidate is reported, not a failure.
+    assert compare(fewer, BASE).ok and len(compare(fewer, BASE).added) == 1
+
+
+def test_tolerance_specs() -> None:
+    assert parse_tolerances(["0.1", "mse=0.3"]) == (0.1, {"mse": 0.3})
+    assert parse_tolerances([]) == (None, {})
+    for bad in (["abc"], ["mse="], ["nosuch=0.1"], ["0.1", "0.2"], ["mse=-1"]):
+        with pytest.raises(ConfigError):
+            parse_tolerances(bad)
