@@ -10,7 +10,12 @@ from torch import nn
 
 
 class ConvDecoder(nn.Module):
-    """Map a (C, H, W) release to a (C', H', W') image; transposed convs upsample by 2."""
+    """Map a (C, H, W) release to a (C', H', W') image; transposed convs upsample by 2.
+
+    When the release has the image's spatial size (input-space noise), a linear 1x1 skip
+    path is added to the output (residual learning, as in DnCNN denoisers): the identity
+    part is learnt at once and the conv body only has to learn the correction.
+    """
 
     def __init__(self, in_shape: tuple[int, ...], out_shape: tuple[int, ...], width: int) -> None:
         super().__init__()
@@ -25,12 +30,15 @@ class ConvDecoder(nn.Module):
         self.body = nn.Sequential(*layers)
         self.out_size = (out_h, out_w)
         self.head = nn.Conv2d(width, out_ch, 3, padding=1)
+        same_size = tuple(in_shape[1:]) == (out_h, out_w)
+        self.skip = nn.Conv2d(in_ch, out_ch, 1) if same_size else None
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         h = self.body(z)
         if h.shape[-2:] != self.out_size:
             h = nn.functional.interpolate(h, size=self.out_size, mode="bilinear")
-        return self.head(h)
+        out = self.head(h)
+        return out if self.skip is None else out + self.skip(z)
 
 
 class MLPDecoder(nn.Module):

@@ -45,10 +45,12 @@ class InverterAttack(Attack):
                 "samples; at least 10 are needed to train a decoder"
             )
         z, x = pairs.values[keep].float(), aux.x[keep]
-        # Standardise releases: Laplace noise on pixels can be orders of magnitude larger
-        # than the signal, and an unscaled input would stall training.
-        self.shift = z.mean(0, keepdim=True)
-        self.scale = z.std(0, keepdim=True).clamp_min(1e-6)
+        # Standardise releases with one global shift and scale: Laplace noise on pixels can
+        # be orders of magnitude larger than the signal, and an unscaled input would stall
+        # training. (Per-coordinate scaling would blow up coordinates that are constant on
+        # aux, such as image borders.)
+        self.shift = z.mean()
+        self.scale = z.std().clamp_min(1e-6)
         self.lo, self.hi = task.data_range
         gen = ctx.generator("inverter-train")
         with seeded_init(ctx.seed, "inverter-init"):

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from bench import __version__
-from bench.hashing import digest
+from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
 from bench.leaderboard import build_rows, write_leaderboard
+from bench.provenance import attach_provenance
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
 from bench.suite import Suite, load_suite
@@ -34,11 +37,28 @@ def write_suite_leaderboard(
     return write_leaderboard(
         suite.name,
         suite.version,
-        build_rows(results),
+        attach_provenance(build_rows(results), jobs, suite.version),
         out_dir,
         code_version=code_version,
         generated_at=generated_at,
+        examples=reconstruction_examples(jobs, store),
     )
+
+
+def reconstruction_examples(
+    jobs: list[Job], store: ResultStore
+) -> dict[str, list[tuple[str, np.ndarray, np.ndarray]]]:
+    """Per task, (row label, originals, reconstructions) of every attack job of seed 0."""
+    first = [j for j in jobs if j.attack is not None and j.seed == 0]
+    stored = store.examples([j.hash for j in first])
+    out: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
+    for job in sorted(first, key=lambda j: (j.task, j.mechanism, canonical_json(j.params))):
+        if job.hash in stored:
+            params = ", ".join(f"{k}={v}" for k, v in sorted(job.params.items()))
+            label = f"{job.mechanism}({params})\n{job.attack}"
+            ex = stored[job.hash]
+            out.setdefault(job.task, []).append((label, ex["x"], ex["x_hat"]))
+    return out
 
 
 def run_suite(

@@ -12,19 +12,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from bench.cache import ArtifactCache
-from bench.errors import MechanismOutputError
+from bench.errors import ConfigError, MechanismOutputError
 from bench.hashing import derive_seed
 from bench.jobs import Job
 from bench.metrics import MetricResult
 from bench.metrics.reconstruction import l1, l2, mse, psnr, ssim
 from bench.metrics.stats import scalar, summarize
 from bench.metrics.utility import accuracy, auc
-from bench.protocols import FitContext, Mechanism, Release, Task
+from bench.protocols import Attack, FitContext, Mechanism, Release, Task
+from bench.queries import RepeatedQueries
 from bench.registry import ATTACKS, MECHANISMS
 from bench.suite import make_task
+
+DISCRETE = frozenset({"ids", "text"})
+N_EXAMPLES = 8  # reconstructions kept per attack job for the leaderboard's grids
 
 
 @dataclass
@@ -34,6 +39,7 @@ class JobOutcome:
     metrics: dict[str, MetricResult]
     guarantee: dict[str, Any]
     duration_s: float
+    examples: dict[str, np.ndarray] | None = None  # first originals + reconstructions
 
 
 def _check_release(release: Release, n: int, who: str) -> None:
@@ -89,7 +95,7 @@ def utility_metrics(
 def reconstruction_metrics(
     task: Task, x: torch.Tensor, x_hat: torch.Tensor
 ) -> dict[str, MetricResult]:
-    """Per-sample reconstruction errors, each summarised with a bootstrap CI."""
+    """Per-sample reconstruction errors of continuous inputs, each with a bootstrap CI."""
     lo, hi = task.data_range
     out = {
         "mse": summarize(mse(x, x_hat)),
@@ -100,6 +106,60 @@ def reconstruction_metrics(
         out["psnr"] = summarize(psnr(x, x_hat, hi - lo))
         out["ssim"] = summarize(ssim(x, x_hat, hi - lo))
     return out
+
+
+def recovery_metrics(x: torch.Tensor, ranks: torch.Tensor) -> dict[str, MetricResult]:
+    """Discrete inputs: per-sample fraction of ids recovered at rank 1 and within rank 5."""
+    hits = ranks == x.unsqueeze(-1)
+    top1 = hits[..., 0].float().reshape(len(x), -1).mean(1)
+    top5 = hits[..., :5].any(-1).float().reshape(len(x), -1).mean(1)
+    return {"top1": summarize(top1.double().numpy()), "top5": summarize(top5.double().numpy())}
+
+
+def prior_guess(task: Task, aux: torch.Tensor) -> torch.Tensor:
+    """The attacker's best data-independent guess: the aux mean (minimises expected MSE),
+    or for discrete inputs the most frequent id at each position."""
+    if task.modality in DISCRETE:
+        return torch.mode(aux, dim=0).values
+    return aux.float().mean(0)
+
+
+def attack_metrics(
+    task: Task,
+    attack: Attack,
+    release: Release,
+    x: torch.Tensor,
+    aux: torch.Tensor,
+    may_abstain: bool,
+) -> tuple[dict[str, MetricResult], torch.Tensor]:
+    """Reconstruct, check the output, and score it over released samples and, for
+    mechanisms that may abstain, over all samples with the prior guess for ⊥."""
+    who = f"attack {attack.name}"
+    if task.modality in DISCRETE:
+        ranks = attack.ranked(release, 5)
+        _check_tensor(ranks[..., 0].float(), tuple(x.shape), f"{who}: ranked()")
+        x_hat, score = ranks[..., 0], recovery_metrics
+        outputs = ranks
+    else:
+        x_hat = attack.reconstruct(release)
+        _check_tensor(x_hat, tuple(x.shape), f"{who}: reconstruct()")
+
+        def score(a: torch.Tensor, b: torch.Tensor) -> dict[str, MetricResult]:
+            return reconstruction_metrics(task, a, b)
+
+        outputs = x_hat
+    kept = release.released
+    metrics: dict[str, MetricResult] = {}
+    if kept.any():
+        metrics.update(score(x[kept], outputs[kept]))
+    if may_abstain:
+        mask = kept.view(-1, *([1] * (outputs.ndim - 1)))
+        guess = prior_guess(task, aux)
+        if task.modality in DISCRETE:
+            guess = guess.unsqueeze(-1).expand(outputs.shape[1:])
+        filled = torch.where(mask, outputs, guess.to(outputs.dtype))
+        metrics.update({f"{k}_all": v for k, v in score(x, filled).items()})
+    return metrics, x_hat
 
 
 def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
@@ -121,19 +181,37 @@ def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
         metrics = utility_metrics(task, mech, release, splits.test.y, who)
         metrics["fit_s"] = scalar(fit_s)
         metrics["release_ms"] = scalar(release_ms)
-    else:
-        target = splits.test.head(job.attack_samples)
-        release, _ = _release(mech, target.x, job.seed, who)
-        attack = ATTACKS.get(job.attack)(**job.attack_params)
-        t0 = time.perf_counter()
-        attack.fit(
-            mech, task, splits.aux, FitContext(derive_seed(job.seed, "attack"), cache, progress)
+        return JobOutcome(metrics, mech.guarantee().to_dict(), time.perf_counter() - start)
+
+    attack = ATTACKS.get(job.attack)(**job.attack_params)
+    queries = int(attack.params["queries"])
+    if queries > 1 and not mech.repeatable_queries:
+        raise ConfigError(
+            f"attack {job.attack} asks {queries} queries per input, but mechanism "
+            f"{job.mechanism} does not allow repeated queries; use queries = 1"
         )
-        x_hat = attack.reconstruct(release)
-        attack_s = time.perf_counter() - t0
-        _check_tensor(x_hat, tuple(target.x.shape), f"attack {job.attack}: reconstruct()")
-        kept = release.released
-        metrics = {"release_rate": summarize(kept.double().numpy()), "attack_s": scalar(attack_s)}
-        if kept.any():
-            metrics.update(reconstruction_metrics(task, target.x[kept], x_hat[kept]))
-    return JobOutcome(metrics, mech.guarantee().to_dict(), time.perf_counter() - start)
+    # The attacker sees (and trains on) what it would really get: one release, or the
+    # mean of `queries` releases of the same input.
+    queried = RepeatedQueries(mech, queries) if queries > 1 else mech
+    target = splits.test.head(job.attack_samples)
+    release, _ = _release(queried, target.x, job.seed, who)  # type: ignore[arg-type]
+    t0 = time.perf_counter()
+    attack_ctx = FitContext(derive_seed(job.seed, "attack"), cache, progress)
+    attack.fit(queried, task, splits.aux, attack_ctx)  # type: ignore[arg-type]
+    metrics, x_hat = attack_metrics(task, attack, release, target.x, splits.aux.x, mech.may_abstain)
+    metrics["attack_s"] = scalar(time.perf_counter() - t0)
+    metrics.update(mech.bound_metrics(attack, target.x, x_hat, release))
+    metrics["release_rate"] = summarize(release.released.double().numpy())
+    examples = _examples(task, target.x, x_hat)
+    return JobOutcome(metrics, mech.guarantee().to_dict(), time.perf_counter() - start, examples)
+
+
+def _examples(task: Task, x: torch.Tensor, x_hat: torch.Tensor) -> dict[str, np.ndarray] | None:
+    """The first few originals and reconstructions of an image task, for grid figures."""
+    if task.modality != "image":
+        return None
+    n = min(N_EXAMPLES, len(x))
+    return {
+        "x": x[:n].numpy().astype(np.float16),
+        "x_hat": x_hat[:n].detach().numpy().astype(np.float16),
+    }

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench.errors import BenchError
 from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
@@ -97,7 +99,7 @@ def row_sort_key(row: dict[str, Any]) -> tuple[str, str, str, int, str, str]:
         row["task"],
         row["mechanism"],
         canonical_json(row.get("params") or {}),
-        0 if attack is None else 1,
+        0 if attack is None else 2 if attack == WORST_CASE else 1,
         attack or "",
         canonical_json(row.get("attack_params") or {}),
     )
@@ -143,11 +145,62 @@ def _build_row(group: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One leaderboard row per (task, mechanism, params, attack, attack_params), each
-    metric aggregated over seeds with `aggregate_seeds`; rows in a deterministic order."""
+    metric aggregated over seeds with `aggregate_seeds`, plus a `worst case` row per
+    (task, mechanism, params); rows in a deterministic order."""
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for result in results:
         groups[_group_key(result)].append(result)
-    return sorted((_build_row(g) for g in groups.values()), key=row_sort_key)
+    rows = [_build_row(g) for g in groups.values()]
+    return sorted(rows + worst_case_rows(rows), key=row_sort_key)
+
+
+WORST_CASE = "worst case"
+
+
+def _strongest(entries: list[tuple[str, dict[str, Any]]], metric: str) -> tuple[str, dict]:
+    """The (attack label, entry) most favourable to the attacker for `metric`."""
+    if METRICS[metric].better == "higher":  # e.g. mse: the attacker wants it low
+        return min(entries, key=lambda e: e[1]["value"])
+    return max(entries, key=lambda e: e[1]["value"])
+
+
+def worst_case_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (task, mechanism, params): each attack metric from the strongest attack for that
+    metric (lowest mse, highest ssim / psnr / top1), with `sources` naming the attack."""
+    by_config: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["attack"] is not None:
+            key = (row["task"], row["mechanism"], canonical_json(row["params"]))
+            by_config[key].append(row)
+    out = []
+    for attack_rows in by_config.values():
+        labels = attack_labels(attack_rows)
+        metrics, sources = {}, {}
+        names = {n for r in attack_rows for n in r["metrics"]}
+        for name in sorted(names):
+            if name not in METRICS or METRICS[name].kind != "privacy" or name == "eps_audit_lb":
+                continue
+            entries = [
+                (_label_of(r, labels), r["metrics"][name])
+                for r in attack_rows
+                if name in r["metrics"]
+            ]
+            sources[name], metrics[name] = _strongest(entries, name)
+        first = attack_rows[0]
+        out.append(
+            {
+                "task": first["task"],
+                "mechanism": first["mechanism"],
+                "params": first["params"],
+                "guarantee": first["guarantee"],
+                "attack": WORST_CASE,
+                "attack_params": {},
+                "seeds": min(r["seeds"] for r in attack_rows),
+                "metrics": metrics,
+                "sources": sources,
+            }
+        )
+    return out
 
 
 # ----------------------------------------------------------------- atomic writes
@@ -263,7 +316,7 @@ def attack_labels(rows: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
     one parameter set, else the name plus the parameters that differ, e.g. "map (lam=0.1)"."""
     by_name: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in rows:
-        if r["attack"] is not None:
+        if _is_attack(r):
             by_name[r["attack"]][canonical_json(r.get("attack_params") or {})] = (
                 r.get("attack_params") or {}
             )
@@ -288,7 +341,7 @@ def _attack_settings(rows: list[dict[str, Any]]) -> list[str]:
     labels = attack_labels(rows)
     seen = {}
     for r in rows:
-        if r["attack"] is not None:
+        if _is_attack(r):
             seen[_label_of(r, labels)] = _params_text(r.get("attack_params") or {})
     return [f"- `{label}`: {text or 'defaults'}" for label, text in sorted(seen.items())]
 
@@ -325,28 +378,38 @@ def _seed_text(rows: list[dict[str, Any]]) -> str:
     return f"{counts[0]}–{counts[-1]} seeds per row (see the seeds column)"
 
 
-def _worst_case(config_rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The strongest attack's mse entry (minimum mse over attacks), or None."""
-    entries = [r["metrics"]["mse"] for r in config_rows if r["attack"] and "mse" in r["metrics"]]
-    return min(entries, key=lambda m: m["value"]) if entries else None
+def _is_attack(row: dict[str, Any]) -> bool:
+    """A row of one real attack (not the utility row, not the worst-case summary)."""
+    return row["attack"] not in (None, WORST_CASE)
+
+
+def _worst_case(config_rows: list[dict[str, Any]], metric: str = "mse") -> dict[str, Any] | None:
+    """The worst-case row's entry for `metric` (the strongest attack's), or None."""
+    worst = next((r for r in config_rows if r["attack"] == WORST_CASE), None)
+    return worst["metrics"].get(metric) if worst else None
 
 
 def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     """Markdown table lines for one task: one line per (mechanism, params)."""
     configs = _by_config(rows)
     labels = attack_labels(rows)
-    attacks = sorted({_label_of(r, labels) for r in rows if r["attack"] is not None})
+    attacks = sorted({_label_of(r, labels) for r in rows if _is_attack(r)})
     has = {n for r in rows for n in r["metrics"]}
     extra = [n for n in ("release_rate", "bound_validity") if n in has]
     header = ["mechanism", "params", "guarantee", "seeds"]
     header += [utility] if utility else []
-    header += [*extra, "worst-case mse"]
+    worst_metrics = [
+        m
+        for m in ("mse", "ssim", "top1")
+        if any(r["attack"] == WORST_CASE and m in r["metrics"] for r in rows)
+    ]
+    header += [*extra, *(f"worst-case {m}" for m in worst_metrics)]
     header += [f"{a}: {m}" for a in attacks for m in ATTACK_METRICS]
     header += list(COST_METRICS)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (mechanism, params_json), config_rows in configs.items():
         base = next((r for r in config_rows if r["attack"] is None), None)
-        by_attack = {_label_of(r, labels): r for r in config_rows if r["attack"] is not None}
+        by_attack = {_label_of(r, labels): r for r in config_rows if _is_attack(r)}
         base_metrics = base["metrics"] if base else {}
         cells = [
             mechanism,
@@ -356,7 +419,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
         ]
         cells += [_cell(base_metrics.get(utility))] if utility else []
         cells += [_cell(_first_metric(config_rows, n)) for n in extra]
-        cells.append(_cell(_worst_case(config_rows)))
+        cells += [_cell(_worst_case(config_rows, m)) for m in worst_metrics]
         for a in attacks:
             metrics = by_attack[a]["metrics"] if a in by_attack else {}
             cells += [_cell(metrics.get(m)) for m in ATTACK_METRICS]
@@ -386,7 +449,8 @@ def leaderboard_markdown(
         f"Generated {generated_at} from code {code_version}. Every cell is the mean over "
         "seeds with a 95% bootstrap confidence interval `value [lo, hi]`. Attack error "
         "(mse) higher = more private; psnr / ssim lower = more private. "
-        "Worst-case mse = the strongest attack's (lowest) mse.",
+        "Worst case = per metric, the strongest attack's value (lowest mse, highest "
+        "ssim / top1); the JSON's worst-case rows name the attack in `sources`.",
     ]
     for task, task_rows in _rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
@@ -444,6 +508,7 @@ def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | No
     import seaborn as sns
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
 
     fig = Figure(figsize=(6.0, 4.5), dpi=100)
     FigureCanvasAgg(fig)
@@ -463,12 +528,45 @@ def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | No
         )
         sns.scatterplot(data=df, x="mse", y="utility", hue="mechanism", ax=ax, s=50, zorder=2)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap on short ranges
     else:
         ax.text(0.5, 0.5, "no (utility, attack) pairs to plot", ha="center", va="center")
     ax.set_xlabel("worst-case attack MSE (min over attacks; higher = more private)")
     ax.set_ylabel(f"{utility or 'utility'} (95% CI)")
     ax.set_title(f"{task}: privacy-utility")
     fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _as_image(a: np.ndarray) -> np.ndarray:
+    """(C, H, W) -> (H, W) greyscale or (H, W, 3) colour, clipped to [0, 1] for display."""
+    img = np.clip(a.astype(np.float32), 0.0, 1.0)
+    return img[0] if img.shape[0] == 1 else np.transpose(img, (1, 2, 0))
+
+
+def reconstruction_grid_png(task: str, entries: list[tuple[str, np.ndarray, np.ndarray]]) -> bytes:
+    """Originals in the first row, then one row per (mechanism setting, attack): what each
+    attack recovers at each privacy level, on the same test images (seed 0)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    originals = entries[0][1]
+    cols = len(originals)
+    fig = Figure(figsize=(1.0 * cols + 3.2, 1.0 * (len(entries) + 1)), dpi=80)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(entries) + 1, cols, squeeze=False)
+    rows = [("original", originals), *((label, x_hat) for label, _, x_hat in entries)]
+    for r, (label, images) in enumerate(rows):
+        for c in range(cols):
+            ax = axes[r][c]
+            ax.imshow(_as_image(images[c]), cmap="gray", vmin=0.0, vmax=1.0)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[r][0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
+    fig.suptitle(f"{task}: reconstructions (seed 0)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
@@ -486,8 +584,10 @@ def write_leaderboard(
     code_version: str,
     generated_at: str | None = None,
     utility_metrics: dict[str, str] | None = None,
+    examples: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] | None = None,
 ) -> list[Path]:
-    """Write leaderboard.{json,csv,md} and plots/<task>.png under `out_dir`, atomically.
+    """Write leaderboard.{json,csv,md} and plots/<task>.png under `out_dir`, atomically,
+    plus plots/<task>_reconstructions.png for tasks with `examples` (label, x, x_hat).
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
@@ -512,6 +612,11 @@ def write_leaderboard(
         path = out_dir / "plots" / f"{_safe_name(task)}.png"
         atomic_write(path, privacy_utility_png(task, task_rows, utility))
         written.append(path)
+    for task, entries in sorted((examples or {}).items()):
+        if entries:
+            path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
+            atomic_write(path, reconstruction_grid_png(task, entries))
+            written.append(path)
     return written
 
 

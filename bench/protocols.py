@@ -213,9 +213,26 @@ class Mechanism(ABC):
     def guarantee(self) -> Guarantee:
         """The privacy claim this mechanism makes with its current parameters."""
 
+    may_abstain: ClassVar[bool] = False  # True if release() can answer ⊥
+
     def encoder(self) -> nn.Module | None:
-        """The deterministic, differentiable part of the release (white-box attacks)."""
+        """The deterministic, differentiable part of the release (white-box attacks).
+
+        For discrete inputs (modality "ids" / "text") it maps the looked-up embeddings
+        (N, *input_shape, D) to the release, and `embedding_table()` gives the rows.
+        """
         return None
+
+    def embedding_table(self) -> torch.Tensor | None:
+        """The (V, D) embedding table of a discrete-input mechanism (for `lookup`)."""
+        return None
+
+    def bound_metrics(
+        self, attack: Attack, x: torch.Tensor, x_hat: torch.Tensor, release: Release
+    ) -> dict[str, Any]:
+        """Metrics checking the mechanism's own claim against one attack's reconstructions,
+        e.g. {"bound_mse": MetricResult, "bound_validity": MetricResult}; none by default."""
+        return {}
 
     def noise(self) -> NoiseModel | None:
         """The distribution of the randomness added to `encoder(x)`, if additive."""
@@ -230,7 +247,17 @@ class Attack(ABC):
     defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **params: Any) -> None:
-        self.params = resolve_params(f"attack {self.name}", self.defaults, params)
+        # Every attack takes `queries`: k > 1 averages k releases of each input (only for
+        # mechanisms that allow repeated queries); the harness does the averaging.
+        self.params = resolve_params(f"attack {self.name}", {"queries": 1, **self.defaults}, params)
+        if not (isinstance(self.params["queries"], int) and self.params["queries"] >= 1):
+            from bench.errors import ConfigError
+
+            raise ConfigError(f"attack {self.name}: queries must be a positive integer")
+        self.check_params()
+
+    def check_params(self) -> None:  # noqa: B027  (optional hook)
+        """Refuse invalid parameter values with a ConfigError, before anything runs."""
 
     @abstractmethod
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
@@ -239,3 +266,7 @@ class Attack(ABC):
     @abstractmethod
     def reconstruct(self, release: Release) -> torch.Tensor:
         """Estimate the private inputs (N, *input_shape) from a release."""
+
+    def ranked(self, release: Release, k: int) -> torch.Tensor:
+        """For discrete inputs: the k best candidate ids per position, (N, *input_shape, k)."""
+        raise NotImplementedError(f"attack {self.name} does not rank discrete candidates")

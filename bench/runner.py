@@ -100,7 +100,9 @@ def run_jobs(
     with Progress(*columns, disable=not progress, transient=False) as bar:
         task_id = bar.add_task("jobs", total=len(pending))
         for job, outcome in results:
-            store.write(job, outcome.metrics, outcome.guarantee, outcome.duration_s)
+            store.write(
+                job, outcome.metrics, outcome.guarantee, outcome.duration_s, outcome.examples
+            )
             summary.executed += 1
             bar.update(task_id, advance=1, description=job.label()[:60])
             if on_done is not None:

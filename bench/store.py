@@ -7,6 +7,7 @@ second writer of the same job a no-op instead of a duplicate.
 
 from __future__ import annotations
 
+import io
 import json
 import platform
 import sqlite3
@@ -48,7 +49,22 @@ CREATE TABLE IF NOT EXISTS results (
     samples BLOB,
     PRIMARY KEY (job_hash, metric)
 );
+CREATE TABLE IF NOT EXISTS examples (
+    job_hash TEXT PRIMARY KEY REFERENCES jobs(job_hash),
+    x BLOB NOT NULL,
+    x_hat BLOB NOT NULL
+);
 """
+
+
+def _to_blob(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _from_blob(b: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(b), allow_pickle=False)
 
 
 def machine_info() -> dict[str, str]:
@@ -95,6 +111,7 @@ class ResultStore:
         metrics: dict[str, MetricResult],
         guarantee: dict[str, Any],
         duration_s: float,
+        examples: dict[str, np.ndarray] | None = None,
     ) -> bool:
         """Store a finished job atomically; False when it was already stored (no change)."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -141,6 +158,11 @@ class ResultStore:
                     for name, m in sorted(metrics.items())
                 ],
             )
+            if examples is not None:
+                cur.execute(
+                    "INSERT INTO examples VALUES (?,?,?)",
+                    (job.hash, _to_blob(examples["x"]), _to_blob(examples["x_hat"])),
+                )
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
@@ -184,4 +206,15 @@ class ResultStore:
                     "metrics": metrics,
                 }
             )
+        return out
+
+    def examples(self, hashes: list[str]) -> dict[str, dict[str, np.ndarray]]:
+        """Stored originals and reconstructions per job hash (image attack jobs only)."""
+        out = {}
+        for job_hash in hashes:
+            row = self._conn.execute(
+                "SELECT x, x_hat FROM examples WHERE job_hash = ?", (job_hash,)
+            ).fetchone()
+            if row is not None:
+                out[job_hash] = {"x": _from_blob(row[0]), "x_hat": _from_blob(row[1])}
         return out

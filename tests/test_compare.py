@@ -102,3 +102,29 @@ def test_tolerance_specs() -> None:
     for bad in (["abc"], ["mse="], ["nosuch=0.1"], ["0.1", "0.2"], ["mse=-1"]):
         with pytest.raises(ConfigError):
             parse_tolerances(bad)
+
+
+def test_beyond_tolerance_but_inside_a_wide_baseline_ci_is_noise() -> None:
+    noisy = copy.deepcopy(BASE)
+    noisy["rows"][0]["metrics"]["accuracy"] = _m(0.80, 0.15)  # a wide CI: few samples
+    candidate = copy.deepcopy(noisy)
+    candidate["rows"][0]["metrics"]["accuracy"]["value"] = 0.70  # -12.5%, beyond 5%
+    assert compare(noisy, candidate).ok
+    candidate["rows"][0]["metrics"]["accuracy"]["value"] = 0.60  # now outside the CI
+    assert not compare(noisy, candidate).ok
+
+
+def test_unknown_metric_is_skipped_and_named() -> None:
+    base, cand = copy.deepcopy(BASE), copy.deepcopy(BASE)
+    base["rows"][0]["metrics"]["plugin_score"] = _m(1.0)
+    cand["rows"][0]["metrics"]["plugin_score"] = _m(0.1)
+    report = compare(base, cand)
+    assert report.ok and report.unknown_metrics == ["plugin_score"]
+
+
+def test_format_names_the_regression_and_verdict() -> None:
+    report = compare(BASE, _with(1, "mse", 0.030))
+    text = report.format()
+    assert text.startswith("compare: FAIL")
+    assert "REGRESSIONS" in text and "inverter" in text and "mse" in text and "-40.0%" in text
+    assert compare(BASE, BASE).format().startswith("compare: OK")

@@ -67,7 +67,9 @@ def rows() -> list[dict[str, Any]]:
 
 
 def test_build_rows_groups_over_seeds(rows: list[dict[str, Any]]) -> None:
-    assert len(rows) == 2 * 3 + 2
+    # 2 gauss-input settings x (utility, inverter, map) + identity (utility, map),
+    # plus one worst-case row per setting that was attacked.
+    assert len(rows) == 2 * 3 + 2 + 3
     assert all(r["seeds"] == 2 for r in rows)
     jobs = [
         j
@@ -106,7 +108,8 @@ def test_json_schema_keys_match_design(tmp_path: Path, rows: list[dict[str, Any]
     assert list(doc) == ["suite", "suite_version", "generated_at", "code_version", "rows"]
     assert doc["generated_at"] == STAMP
     for row in doc["rows"]:
-        assert set(row) == {*lb.ROW_KEYS, "attack_params"}
+        extra = {"sources"} if row["attack"] == lb.WORST_CASE else set()
+        assert set(row) == {*lb.ROW_KEYS, "attack_params", *extra}
         assert row["guarantee"]["notion"] == "ip"
         for metric in row["metrics"].values():
             assert set(metric) == {"value", "ci", "n"}
@@ -260,3 +263,27 @@ def test_attack_columns_name_only_the_parameters_that_differ() -> None:
     ]
     labels = set(lb.attack_labels(rows).values())
     assert labels == {"tv (lam=0.05)", "tv (lam=0.5)", "inverter"}
+
+
+def test_worst_case_takes_each_metric_from_the_strongest_attack() -> None:
+    def attack_row(attack: str, mse: float, ssim: float) -> dict[str, Any]:
+        metrics = {
+            name: {"value": v, "ci": [v, v], "n": 10}
+            for name, v in (("mse", mse), ("ssim", ssim), ("attack_s", 1.0))
+        }
+        return {
+            "task": "t",
+            "mechanism": "m",
+            "params": {},
+            "guarantee": {"notion": "none"},
+            "attack": attack,
+            "attack_params": {},
+            "seeds": 2,
+            "metrics": metrics,
+        }
+
+    (worst,) = lb.worst_case_rows([attack_row("inverter", 0.02, 0.5), attack_row("tv", 0.05, 0.7)])
+    assert worst["attack"] == lb.WORST_CASE
+    assert worst["metrics"]["mse"]["value"] == 0.02 and worst["sources"]["mse"] == "inverter"
+    assert worst["metrics"]["ssim"]["value"] == 0.7 and worst["sources"]["ssim"] == "tv"
+    assert "attack_s" not in worst["metrics"]  # costs are not attack strength

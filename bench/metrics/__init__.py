@@ -61,7 +61,17 @@ _BUILTIN: tuple[MetricSpec, ...] = (
     MetricSpec("attack_s", "lower", "cost", "attack fit + reconstruct time in seconds"),
 )
 
-METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in _BUILTIN}
+# For mechanisms that may answer ⊥: the same attack metrics over ALL samples, with the
+# attacker's best prior guess (aux mean, or the most frequent id) where nothing was released.
+_OVER_ALL = tuple(
+    MetricSpec(
+        f"{s.name}_all", s.better, s.kind, f"{s.description}, all samples (⊥ -> prior guess)"
+    )
+    for s in _BUILTIN
+    if s.name in ("mse", "psnr", "ssim", "l1", "l2", "top1", "top5")
+)
+
+METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (*_BUILTIN, *_OVER_ALL)}
 
 
 def register_metric(spec: MetricSpec) -> MetricSpec:

@@ -40,3 +40,21 @@ def test_hierarchical_bootstrap_cost(benchmark) -> None:
     per_seed = [summarize(rng.normal(size=1000)) for _ in range(5)]
     result = benchmark(aggregate_seeds, per_seed)
     assert result.ci[0] < result.value < result.ci[1]
+
+
+@pytest.mark.benchmark(group="optimization-attack-32-images")
+@pytest.mark.parametrize("batch_size", [32, 1], ids=["batched", "one-at-a-time"])
+def test_optimization_attack_throughput(benchmark, batch_size, tmp_path) -> None:
+    """Images/s of the optimisation attack: 32 images, 100 steps each, batched vs serial."""
+    from attacks.optimization import OptimizationAttack
+    from bench.cache import ArtifactCache
+    from bench.protocols import FitContext
+    from mechanisms.identity import Identity
+
+    mech = Identity()
+    mech._noise = None
+    attack = OptimizationAttack(max_steps=100, batch_size=batch_size)
+    attack.fit(mech, TASK, TASK.splits().aux, FitContext(0, ArtifactCache(tmp_path)))
+    release = mech.release(X[:32], torch.Generator().manual_seed(0))
+    out = benchmark.pedantic(attack.reconstruct, args=(release,), rounds=3, iterations=1)
+    assert out.shape == X[:32].shape
