@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.bench-installed
 FETCHED := $(VENV)/.bench-data-fetched
 
-.PHONY: run test setup lint bench-perf clean-results
+.PHONY: run test setup lint bench-perf perf perf-baseline clean-results
 
 run: setup
 	$(BIN)/bench run --suite default
@@ -21,7 +21,7 @@ setup: $(INSTALLED) $(FETCHED)
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet torch==2.14.1 torchvision==0.29.1
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	touch $@
 
 $(FETCHED): datasets/fetch.sh $(INSTALLED)
@@ -34,6 +34,26 @@ lint: setup
 
 bench-perf: setup
 	$(BIN)/pytest tests/perf --benchmark-enable --benchmark-only
+
+# Performance regression check: tests/perf against this machine's saved baseline
+# ($(PERF_STORAGE)/<machine>/NNNN_baseline.json); fails when a benchmark's mean is more than
+# PERF_TOLERANCE slower. The first run saves the baseline; `make perf-baseline` renews it.
+PERF_STORAGE ?= .benchmarks
+PERF_TOLERANCE ?= 50%
+PERF := $(BIN)/pytest tests/perf --benchmark-enable --benchmark-only \
+	--benchmark-storage=file://$(PERF_STORAGE)
+
+perf: setup
+	@if ls $(PERF_STORAGE)/*/*_baseline.json >/dev/null 2>&1; then \
+		$(PERF) --benchmark-compare='*_baseline' --benchmark-compare-fail=mean:$(PERF_TOLERANCE); \
+	else \
+		echo "perf: no baseline for this machine yet; saving one"; \
+		$(PERF) --benchmark-save=baseline; \
+	fi
+
+perf-baseline: setup
+	rm -f $(PERF_STORAGE)/*/*_baseline.json
+	$(PERF) --benchmark-save=baseline
 
 clean-results:
 	rm -rf .bench

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import __version__
+from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
 from bench.leaderboard import build_rows, write_leaderboard
@@ -66,7 +67,7 @@ def run_suite(
     *,
     store_path: Path = Path(".bench/results.sqlite"),
     out_dir: Path | None = None,
-    workers: int = 1,
+    executor: Executor | None = None,
     seeds: int | None = None,
     progress: bool = False,
 ) -> tuple[RunSummary, list[Path]]:
@@ -75,7 +76,7 @@ def run_suite(
     store = ResultStore(store_path)
     try:
         summary = run_jobs(
-            jobs, store, store_path.parent / "cache", workers=workers, progress=progress
+            jobs, store, store_path.parent / "cache", executor=executor, progress=progress
         )
         paths = write_suite_leaderboard(
             suite, jobs, store, out_dir or Path("leaderboards") / suite.name

@@ -1,4 +1,4 @@
-"""The `bench` command line: list, run, leaderboard, compare.
+"""The `bench` command line: list, run, leaderboard, compare, validate.
 
 User mistakes (`BenchError`, and usage errors) print one line on stderr and exit 2; an
 interrupted run exits 130 and resumes when the same command is run again.
@@ -69,7 +69,11 @@ def run(
         int | None, typer.Option(min=1, help="Override the suite's seed count.")
     ] = None,
     store: StoreOpt = DEFAULT_STORE,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (local).")] = 1,
+    executor: Annotated[str, typer.Option(help="Where jobs run: local or ray.")] = "local",
+    address: Annotated[
+        str | None, typer.Option(help="Ray cluster address; default: start a local Ray.")
+    ] = None,
     out: Annotated[
         Path | None, typer.Option(help="Leaderboard directory [leaderboards/SUITE].")
     ] = None,
@@ -77,9 +81,11 @@ def run(
 ) -> None:
     """Run a suite's pending jobs, then write its leaderboard when every job is stored."""
     from bench.api import expand_suite, write_suite_leaderboard
+    from bench.executors import make_executor
     from bench.runner import run_jobs
     from bench.store import ResultStore
 
+    runner = make_executor(executor, workers=jobs, address=address)
     loaded, all_jobs = expand_suite(suite, seeds=seeds)
     selected = [
         j
@@ -97,7 +103,7 @@ def run(
             raise ConfigError(f"suite {loaded.name} has no {name} '{value}'")
     db = ResultStore(store)
     try:
-        summary = run_jobs(selected, db, _cache_root(store), workers=jobs, progress=progress)
+        summary = run_jobs(selected, db, _cache_root(store), executor=runner, progress=progress)
         typer.echo(
             f"{loaded.name}: {summary.executed} jobs run, {summary.skipped} already stored, "
             f"{summary.total} selected"
@@ -184,6 +190,38 @@ def compare(
         metric_tolerances=per_metric,
         cost_tolerance=cost_tolerance,
     )
+    typer.echo(report.format())
+    raise typer.Exit(0 if report.ok else 1)
+
+
+@app.command()
+def validate(
+    mechanism: Annotated[str, typer.Argument(help="Registered name or module:Class.")],
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", help="Mechanism parameter KEY=VALUE (repeatable), e.g. eps=2.0."),
+    ] = None,
+    task: Annotated[str, typer.Option(help="Task to validate on (small subset).")] = "fmnist",
+    seed: Annotated[int, typer.Option(help="Seed of the fit, the releases and the audit.")] = 0,
+    draws: Annotated[
+        int,
+        typer.Option(min=1000, help="Audit evaluation draws per input (selection: a fifth)."),
+    ] = 50_000,
+    fit_budget: Annotated[float, typer.Option(help="Fit time budget in seconds.")] = 300.0,
+) -> None:
+    """Check a mechanism's contract, then audit its privacy claim; exit 1 when a check fails."""
+    from bench.validation import parse_params, prepare, run_checks
+
+    mut = prepare(
+        mechanism,
+        parse_params(param or []),
+        task,
+        seed,
+        cache_root=_cache_root(DEFAULT_STORE),
+        fit_budget_s=fit_budget,
+        audit_options={"n_draws": draws, "n_select": max(1000, draws // 5)},
+    )
+    report = run_checks(mut)
     typer.echo(report.format())
     raise typer.Exit(0 if report.ok else 1)
 

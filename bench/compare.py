@@ -200,7 +200,11 @@ def compare(
 
     Relative tolerances: `tolerance` for utility / privacy / bound metrics,
     `cost_tolerance` for timings, `metric_tolerances` overrides per metric name.
+    Rows measured on another task version or data are refused (IncomparableError).
     """
+    from bench.provenance import check_comparable
+
+    check_comparable(baseline, candidate)
     tolerances = (tolerance, dict(metric_tolerances or {}), cost_tolerance)
     base_rows, cand_rows = _index(baseline), _index(candidate)
     report = CompareReport()

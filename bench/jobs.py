@@ -23,6 +23,7 @@ _PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
 # Harness modules every job's result depends on.
 _HARNESS = (
     "bench.evaluate",
+    "bench.certify.audit",
     "bench.protocols",
     "bench.training",
     "bench.metrics.reconstruction",

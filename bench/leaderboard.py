@@ -151,7 +151,30 @@ def build_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     for result in results:
         groups[_group_key(result)].append(result)
     rows = [_build_row(g) for g in groups.values()]
-    return sorted(rows + worst_case_rows(rows), key=row_sort_key)
+    rows = rows + worst_case_rows(rows)
+    flag_unreliable(rows)
+    return sorted(rows, key=row_sort_key)
+
+
+def flag_unreliable(rows: list[dict[str, Any]]) -> None:
+    """Mark every row of a setting whose privacy audit refuted its claim (eps_audit_lb above
+    the declared eps at 95% confidence): `unreliable` true with the reason. All numbers here
+    are re-executed by bench (`source`), none copied from papers."""
+    refuted: dict[tuple[str, str, str], str] = {}
+    for row in rows:
+        audit = row["metrics"].get("eps_audit_lb")
+        claimed = row["guarantee"].get("eps")
+        if audit is not None and isinstance(claimed, int | float) and audit["value"] > claimed:
+            key = (row["task"], row["mechanism"], canonical_json(row["params"]))
+            refuted[key] = (
+                f"privacy audit: eps lower bound {audit['value']:.3g} > claimed {claimed:g}"
+            )
+    for row in rows:
+        row["source"] = "re-executed"
+        reason = refuted.get((row["task"], row["mechanism"], canonical_json(row["params"])))
+        row["unreliable"] = reason is not None
+        if reason:
+            row["unreliable_reason"] = reason
 
 
 WORST_CASE = "worst case"
@@ -395,7 +418,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     labels = attack_labels(rows)
     attacks = sorted({_label_of(r, labels) for r in rows if _is_attack(r)})
     has = {n for r in rows for n in r["metrics"]}
-    extra = [n for n in ("release_rate", "bound_validity") if n in has]
+    extra = [n for n in ("release_rate", "eps_audit_lb", "bound_validity") if n in has]
     header = ["mechanism", "params", "guarantee", "seeds"]
     header += [utility] if utility else []
     worst_metrics = [
@@ -412,7 +435,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
         by_attack = {_label_of(r, labels): r for r in config_rows if _is_attack(r)}
         base_metrics = base["metrics"] if base else {}
         cells = [
-            mechanism,
+            f"⚠ {mechanism} (unreliable)" if config_rows[0].get("unreliable") else mechanism,
             f"`{params_json}`",
             describe_guarantee(config_rows[0]["guarantee"]),
             str(max(r["seeds"] for r in config_rows)),
@@ -450,7 +473,10 @@ def leaderboard_markdown(
         "seeds with a 95% bootstrap confidence interval `value [lo, hi]`. Attack error "
         "(mse) higher = more private; psnr / ssim lower = more private. "
         "Worst case = per metric, the strongest attack's value (lowest mse, highest "
-        "ssim / top1); the JSON's worst-case rows name the attack in `sources`.",
+        "ssim / top1); the JSON's worst-case rows name the attack in `sources`. "
+        "eps_audit_lb is the privacy audit's 95% lower bound on eps (seed 0); a setting "
+        "whose audit refutes its claim is marked ⚠ unreliable. All numbers are re-executed "
+        "by bench.",
     ]
     for task, task_rows in _rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)

@@ -62,3 +62,15 @@ def run_cli(
     if check and proc.returncode != 0:
         raise AssertionError(f"bench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
+
+
+SMOKE_ARGS = ("run", "--suite", "smoke", "--store", "r.sqlite", "--out", "lb", "--no-progress")
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The shipped smoke suite run once with the local executor (2 workers): its directory
+    (store r.sqlite, leaderboard lb/) and stdout. Shared by the tests that compare to it."""
+    where = tmp_path_factory.mktemp("smoke")
+    proc = run_cli(*SMOKE_ARGS, "--jobs", "2", cwd=where, check=True)
+    return where, proc.stdout

@@ -109,7 +109,8 @@ def test_json_schema_keys_match_design(tmp_path: Path, rows: list[dict[str, Any]
     assert doc["generated_at"] == STAMP
     for row in doc["rows"]:
         extra = {"sources"} if row["attack"] == lb.WORST_CASE else set()
-        assert set(row) == {*lb.ROW_KEYS, "attack_params", *extra}
+        assert set(row) == {*lb.ROW_KEYS, "attack_params", "source", "unreliable", *extra}
+        assert row["source"] == "re-executed" and row["unreliable"] is False
         assert row["guarantee"]["notion"] == "ip"
         for metric in row["metrics"].values():
             assert set(metric) == {"value", "ci", "n"}
@@ -287,3 +288,26 @@ def test_worst_case_takes_each_metric_from_the_strongest_attack() -> None:
     assert worst["metrics"]["mse"]["value"] == 0.02 and worst["sources"]["mse"] == "inverter"
     assert worst["metrics"]["ssim"]["value"] == 0.7 and worst["sources"]["ssim"] == "tv"
     assert "attack_s" not in worst["metrics"]  # costs are not attack strength
+
+
+def test_a_refuted_claim_marks_every_row_of_its_setting_unreliable() -> None:
+    def row(attack, metrics):
+        return {
+            "task": "t",
+            "mechanism": "m",
+            "params": {"eps": 1.0},
+            "guarantee": {"notion": "ip", "eps": 1.0},
+            "attack": attack,
+            "attack_params": {},
+            "seeds": 1,
+            "metrics": metrics,
+        }
+
+    entry = lambda v: {"value": v, "ci": [v, v], "n": 1}  # noqa: E731
+    refuted = [row(None, {"eps_audit_lb": entry(1.7)}), row("map", {"mse": entry(0.1)})]
+    lb.flag_unreliable(refuted)
+    assert all(r["unreliable"] for r in refuted)
+    assert "1.7 > claimed 1" in refuted[1]["unreliable_reason"]
+    upheld = [row(None, {"eps_audit_lb": entry(0.6)}), row("map", {"mse": entry(0.1)})]
+    lb.flag_unreliable(upheld)
+    assert not any(r["unreliable"] for r in upheld)

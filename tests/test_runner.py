@@ -16,7 +16,7 @@ import pytest
 
 from bench.jobs import expand
 from bench.suite import load_suite
-from tests.conftest import BENCH, ROOT, run_cli
+from tests.conftest import BENCH, ROOT, SMOKE_ARGS, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -106,8 +106,9 @@ def test_kill_9_midway_then_rerun_completes_without_loss_or_duplicates(
         per_job = dict(conn.execute("SELECT job_hash, COUNT(*) FROM results GROUP BY job_hash"))
     assert sorted(stored) == sorted(j.hash for j in jobs)  # every job exactly once
     assert orphans == 0
-    for job in jobs:  # and each with its full set of metrics
-        assert per_job[job.hash] == (4 if job.attack is None else 7)
+    for job in jobs:  # and each with its full set of metrics (+ the audit on seed 0)
+        audited = job.attack is None and job.seed == 0 and job.mechanism != "identity"
+        assert per_job[job.hash] == (4 + audited if job.attack is None else 7)
 
 
 def test_ctrl_c_exits_130_with_a_resume_hint(tmp_path, tiny_suite) -> None:
@@ -146,12 +147,11 @@ def test_bench_is_importable_without_the_cli() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
-def test_smoke_suite_twice_second_run_executes_nothing(tmp_path) -> None:
-    args = ("run", "--suite", "smoke", "--store", "r.sqlite", "--out", "lb", "--no-progress")
+def test_smoke_suite_twice_second_run_executes_nothing(smoke_run) -> None:
+    where, first_stdout = smoke_run
     n = len(expand(load_suite("smoke")))
-    first = run_cli(*args, "--jobs", "2", cwd=tmp_path, check=True)
-    assert f"{n} jobs run, 0 already stored" in first.stdout
-    board = {p.name: p.read_bytes() for p in (tmp_path / "lb").rglob("*") if p.is_file()}
+    assert f"{n} jobs run, 0 already stored" in first_stdout
+    board = {p.name: p.read_bytes() for p in (where / "lb").rglob("*") if p.is_file()}
     expected = {
         "leaderboard.json",
         "leaderboard.md",
@@ -160,9 +160,9 @@ def test_smoke_suite_twice_second_run_executes_nothing(tmp_path) -> None:
         "fmnist_reconstructions.png",
     }
     assert expected <= set(board)
-    second = run_cli(*args, cwd=tmp_path, check=True)
+    second = run_cli(*SMOKE_ARGS, cwd=where, check=True)
     assert f"0 jobs run, {n} already stored" in second.stdout
+    assert board == {p.name: p.read_bytes() for p in (where / "lb").rglob("*") if p.is_file()}
     rows = json.loads(board["leaderboard.json"])["rows"]
     attacks = {r["attack"] for r in rows}
     assert {"optimization", "tv", "map", "inverter", "worst case"} <= attacks
-    assert board == {p.name: p.read_bytes() for p in (tmp_path / "lb").rglob("*") if p.is_file()}

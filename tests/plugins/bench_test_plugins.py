@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from bench.protocols import Guarantee, Release
+from bench.protocols import Guarantee, NoiseModel, Release, Task
 from mechanisms.base import InputSpaceMechanism
+from mechanisms.input_noise import GaussInput
 
 
 class NaNMechanism(InputSpaceMechanism):
@@ -31,3 +32,13 @@ class ShortMechanism(InputSpaceMechanism):
 
     def guarantee(self) -> Guarantee:
         return Guarantee("none")
+
+
+class HalfNoiseGauss(GaussInput):
+    """gauss-input with its noise scale halved: claims (eps, delta, r)-IP it does not have
+    (the privacy audit must refute it)."""
+
+    name = "test-half-noise"
+
+    def calibrate(self, task: Task) -> NoiseModel:
+        return NoiseModel("gaussian", super().calibrate(task).scale / 2)

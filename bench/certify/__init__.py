@@ -1,0 +1,1 @@
+"""Certificates that mechanisms calibrate against: sound bounds, never estimates alone."""

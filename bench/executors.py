@@ -1,0 +1,155 @@
+"""Executors: where jobs run. Each yields (job, outcome) as jobs finish; none writes the
+store (the runner, in the driver process, alone does), so a lost or retried worker can
+never duplicate or half-write a result.
+
+- `LocalExecutor(1)`: in this process, in order.
+- `LocalExecutor(n)`: n spawned worker processes on this machine.
+- `RayExecutor(address)`: Ray tasks on a cluster (or a local Ray instance started and
+  stopped here); a task whose worker dies is retried by Ray, up to `max_retries` times.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+from bench.errors import BenchError, ConfigError
+from bench.evaluate import JobOutcome, run_job
+from bench.jobs import Job
+from bench.registry import MECHANISMS
+
+Results = Iterator[tuple[Job, JobOutcome]]
+
+
+class Executor(Protocol):
+    """Runs jobs and yields their outcomes as they complete (any order)."""
+
+    def run(self, jobs: list[Job], cache_root: Path, progress: bool) -> Results: ...
+
+
+def _run_with_threads(job: Job, cache_root: str, threads: int) -> JobOutcome:
+    """Worker entry point: pin torch's thread count, then run the job."""
+    torch.set_num_threads(threads)
+    return run_job(job, Path(cache_root))
+
+
+class LocalExecutor:
+    """This process (workers = 1) or a pool of spawned processes on this machine."""
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
+
+    def run(self, jobs: list[Job], cache_root: Path, progress: bool) -> Results:
+        if self.workers <= 1:
+            for job in jobs:
+                yield job, run_job(job, cache_root, progress)
+            return
+        threads = max(1, (os.cpu_count() or 1) // self.workers)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
+            pending: dict[Future, Job] = {}
+            queue = list(jobs)
+            try:
+                while queue or pending:
+                    while queue and len(pending) < 2 * self.workers:
+                        job = queue.pop(0)
+                        fut = pool.submit(_run_with_threads, job, str(cache_root), threads)
+                        pending[fut] = job
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        yield pending.pop(fut), fut.result()
+            finally:
+                for fut in pending:
+                    fut.cancel()
+
+
+def job_resources(job: Job) -> dict[str, float]:
+    """CPUs and GPUs a job asks for: its mechanism's `resources` (default 1 CPU)."""
+    wanted = getattr(MECHANISMS.get(job.mechanism), "resources", None) or {}
+    return {
+        "num_cpus": float(wanted.get("num_cpus", 1)),
+        "num_gpus": float(wanted.get("num_gpus", 0)),
+    }
+
+
+class RayExecutor:
+    """Jobs as Ray tasks. Without `address`, a local Ray instance is started and shut down
+    here. Artifacts go to `cache_root`, which must be a path every node can reach (a
+    shared filesystem) when the cluster has several machines."""
+
+    def __init__(self, address: str | None = None, max_retries: int = 3) -> None:
+        self.address = address
+        self.max_retries = max_retries
+
+    def run(self, jobs: list[Job], cache_root: Path, progress: bool) -> Results:
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError(
+                "the ray executor needs Ray: pip install 'bench-privacy[ray]'"
+            ) from None
+        started_here = not ray.is_initialized()
+        if started_here:
+            try:
+                ray.init(
+                    address=self.address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                    runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}},
+                )
+            except ConnectionError as exc:
+                raise ConfigError(
+                    f"cannot reach the Ray cluster at {self.address}: {exc}"
+                ) from None
+        try:
+            yield from self._submit_and_collect(ray, jobs, cache_root)
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    def _submit_and_collect(self, ray, jobs: list[Job], cache_root: Path) -> Results:
+        remote = ray.remote(_run_with_threads)
+        pending = {}
+        for job in jobs:
+            res = job_resources(job)
+            ref = remote.options(
+                max_retries=self.max_retries, retry_exceptions=False, **res
+            ).remote(job, str(cache_root.resolve()), max(1, int(res["num_cpus"])))
+            pending[ref] = job
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    job = pending.pop(ref)
+                    yield job, _unwrap(ray, ref)
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+
+
+def _unwrap(ray, ref) -> JobOutcome:
+    """ray.get, re-raising a job's BenchError as itself (one line, exit 2)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        if isinstance(exc.cause, BenchError):
+            raise exc.cause from None
+        raise
+
+
+def make_executor(name: str, workers: int = 1, address: str | None = None) -> Executor:
+    """`local` (with `workers` processes) or `ray` (optionally at `address`)."""
+    if name == "local":
+        if address is not None:
+            raise ConfigError("--address applies to --executor ray only")
+        return LocalExecutor(workers)
+    if name == "ray":
+        return RayExecutor(address)
+    raise ConfigError(f"unknown executor '{name}'; choose local or ray")

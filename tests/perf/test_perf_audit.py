@@ -1,0 +1,58 @@
+"""Performance of the privacy audit's hot paths (pytest-benchmark; `make perf` compares them
+with the saved baseline): scoring many releases of one input, and the threshold search
+with a Clopper-Pearson bound per candidate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from bench.certify.audit import audit_mechanism, best_threshold, release_scores
+from bench.tasks.images import FashionMNIST
+from mechanisms.input_noise import GaussInput
+
+TASK = FashionMNIST(n_train=10, n_aux=10, n_test=10)
+TASK.splits()
+
+
+def _gauss_input() -> GaussInput:
+    mech = GaussInput(eps=2.0, r=0.5)
+    mech._noise = mech.calibrate(TASK)
+    return mech
+
+
+@pytest.mark.benchmark(group="audit")
+def test_release_scores_10k(benchmark) -> None:
+    """10,000 releases of one Fashion-MNIST image, each projected to one score."""
+    mech, x = _gauss_input(), TASK.splits().test.x[0]
+    v = torch.ones(x.numel())
+    scores = benchmark(
+        lambda: release_scores(
+            mech, x, 10_000, torch.Generator().manual_seed(0), {"p": lambda y: y @ v}
+        )
+    )
+    assert scores["p"].shape == (10_000,)
+
+
+@pytest.mark.benchmark(group="audit")
+def test_threshold_search_2x10k(benchmark) -> None:
+    """The best of 20,000 candidate thresholds, a Clopper-Pearson bound for each."""
+    rng = np.random.default_rng(0)
+    s0, s1 = rng.normal(size=10_000), rng.normal(1.0, size=10_000)
+    threshold, bound = benchmark(best_threshold, s0, s1, 1e-5, 0.05)
+    assert 0 < bound < 5 and np.isfinite(threshold)
+
+
+@pytest.mark.benchmark(group="audit")
+def test_small_audit(benchmark) -> None:
+    """A whole audit of gauss-input at a tenth of the default size (3 pairs, 2 x 5,000)."""
+    mech = _gauss_input()
+    result = benchmark.pedantic(
+        audit_mechanism,
+        args=(mech, TASK, 0),
+        kwargs={"n_select": 1000, "n_draws": 5000},
+        rounds=3,
+        iterations=1,
+    )
+    assert result.passed
