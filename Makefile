@@ -10,7 +10,7 @@ FETCHED := $(VENV)/.bench-data-fetched
 .PHONY: run test setup lint bench-perf perf perf-baseline clean-results
 
 run: setup
-	$(BIN)/bench run --suite default
+	$(BIN)/bench run --suite default --jobs 2
 
 test: setup
 	$(BIN)/ruff check bench mechanisms attacks tests

@@ -64,6 +64,34 @@ def run_cli(
     return proc
 
 
+def start_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """Start `bench ARGS` in the background (for interrupting it), output captured."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [*BENCH, *args],
+        cwd=cwd,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def tiny_run_args(suite: Path, *extra: str) -> tuple[str, ...]:
+    """`run` arguments for a suite file with store r.sqlite and leaderboard lb/ in cwd."""
+    return (
+        "run",
+        "--suite",
+        str(suite),
+        "--store",
+        "r.sqlite",
+        "--out",
+        "lb",
+        "--no-progress",
+        *extra,
+    )
+
+
 SMOKE_ARGS = ("run", "--suite", "smoke", "--store", "r.sqlite", "--out", "lb", "--no-progress")
 
 

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from bench.jobs import expand
 from bench.suite import load_suite
-from tests.conftest import BENCH, ROOT, run_cli
+from tests.conftest import run_cli, start_cli, tiny_run_args
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -75,27 +74,7 @@ def _ray_job_workers() -> list[int]:
 
 
 def test_a_killed_ray_worker_is_retried_and_every_row_is_stored_once(tmp_path, tiny_suite) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [
-            *BENCH,
-            "run",
-            "--suite",
-            str(tiny_suite),
-            "--store",
-            "r.sqlite",
-            "--out",
-            "lb",
-            "--executor",
-            "ray",
-            "--no-progress",
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(*tiny_run_args(tiny_suite, "--executor", "ray"), cwd=tmp_path)
     killed = None
     deadline = time.monotonic() + 300
     while killed is None and time.monotonic() < deadline and proc.poll() is None:

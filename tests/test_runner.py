@@ -4,7 +4,6 @@ nothing and reproduce the leaderboard byte for byte, and workers that change not
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -16,7 +15,7 @@ import pytest
 
 from bench.jobs import expand
 from bench.suite import load_suite
-from tests.conftest import BENCH, ROOT, SMOKE_ARGS, run_cli
+from tests.conftest import ROOT, SMOKE_ARGS, run_cli, start_cli, tiny_run_args
 
 pytestmark = pytest.mark.slow
 
@@ -27,42 +26,12 @@ def _rows(store: Path, table: str) -> int:
 
 
 def _run(tiny_suite: Path, cwd: Path, *extra: str):
-    return run_cli(
-        "run",
-        "--suite",
-        str(tiny_suite),
-        "--store",
-        "r.sqlite",
-        "--out",
-        "lb",
-        "--no-progress",
-        *extra,
-        cwd=cwd,
-        check=True,
-    )
+    return run_cli(*tiny_run_args(tiny_suite, *extra), cwd=cwd, check=True)
 
 
 def _start_and_stop_midway(tiny_suite: Path, cwd: Path, sig: int) -> subprocess.CompletedProcess:
     """Start a run, wait until at least 3 jobs are stored, then send `sig`."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [
-            *BENCH,
-            "run",
-            "--suite",
-            str(tiny_suite),
-            "--store",
-            "r.sqlite",
-            "--out",
-            "lb",
-            "--no-progress",
-        ],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli(*tiny_run_args(tiny_suite), cwd=cwd)
     store = cwd / "r.sqlite"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
