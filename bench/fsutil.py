@@ -11,6 +11,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to a temp file beside `path`, fsync it, then rename it onto `path`."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are meant to be shared and read
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
