@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from bench.hashing import digest, files_digest
@@ -84,13 +85,9 @@ class Job:
         return f"{self.task} / {self.mechanism}({params}){tail} / seed {self.seed}"
 
 
-def _module_files(module_name: str) -> set[Path]:
-    """The source file of a module plus those of project modules it imports names from."""
-    module = sys.modules.get(module_name)
-    if module is None:
-        __import__(module_name)
-        module = sys.modules[module_name]
-    files = {Path(inspect.getfile(module))}
+def _project_imports(module: ModuleType) -> set[str]:
+    """Names of the project modules whose names `module` imports (or which it imports)."""
+    owners: set[str] = set()
     for value in vars(module).values():
         owner = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
         if (
@@ -98,10 +95,29 @@ def _module_files(module_name: str) -> set[Path]:
             and owner.split(".")[0] in _PROJECT_PACKAGES
             and owner in sys.modules
         ):
-            src = getattr(sys.modules[owner], "__file__", None)
-            if src:
-                files.add(Path(src))
-    return files
+            owners.add(owner)
+    return owners
+
+
+@cache
+def _module_files(module_name: str) -> frozenset[Path]:
+    """Source files of a module and, transitively, of every project module it draws on,
+    so an edit anywhere below a mechanism (a helper of a helper) changes its code hash."""
+    if module_name not in sys.modules:
+        __import__(module_name)
+    files: set[Path] = set()
+    seen: set[str] = set()
+    pending = [module_name]
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        src = getattr(sys.modules[name], "__file__", None)
+        if src:
+            files.add(Path(src))
+        pending.extend(_project_imports(sys.modules[name]) - seen)
+    return frozenset(files)
 
 
 @cache

@@ -1,0 +1,74 @@
+"""CIFAR-100 (fine labels) from a local `cifar-100-python` directory, for the IP paper's
+CIFAR-100 experiments. No embedded default: the data must be given (`data_root` or
+BENCH_CIFAR100_ROOT), and a missing file is a one-line error naming what is expected.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from bench.errors import DataMissingError
+from bench.protocols import Splits
+from bench.registry import register_task
+from bench.tasks import sources
+from bench.tasks.images import ImageTask, _carve_aux
+
+CIFAR100_FILES = ("train", "test")
+
+
+def _load_split(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One pickled CIFAR-100 split -> (N, 32, 32, 3) uint8, (N,) fine labels (trusted files)."""
+    try:
+        with path.open("rb") as f:
+            batch = pickle.load(f, encoding="bytes")
+        data, labels = batch[b"data"], batch[b"fine_labels"]
+    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as exc:
+        raise DataMissingError(
+            f"{path} is not a CIFAR-100 python split ({exc!r}); replace it"
+        ) from exc
+    x = np.asarray(data, dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
+    return x, np.asarray(labels, dtype=np.int64)
+
+
+def read_cifar100(root: Path) -> sources.RawImages:
+    """CIFAR-100 50,000 + 10,000 from root/cifar-100-python (or root being that directory)."""
+    root = Path(root)
+    dirs = [root / "cifar-100-python", root]
+    files = sources._find_files(dirs, CIFAR100_FILES, gz=False)
+    if files is None:
+        fix = "extract cifar-100-python.tar.gz there or point data_root at it"
+        raise DataMissingError(sources._missing("cifar100", dirs, list(CIFAR100_FILES), fix))
+    x_train, y_train = _load_split(files["train"])
+    x_test, y_test = _load_split(files["test"])
+    return sources._checked("cifar100", x_train, y_train, x_test, y_test)
+
+
+@cache
+def _cifar100_full(root: str | None) -> Splits:
+    root = root or os.environ.get("BENCH_CIFAR100_ROOT")
+    if not root:
+        raise DataMissingError(
+            "cifar100 needs the full dataset: set data_root in the suite file or "
+            "BENCH_CIFAR100_ROOT to a directory holding cifar-100-python/{train,test}"
+        )
+    return _carve_aux(read_cifar100(Path(root)), 5_000)
+
+
+@register_task
+class CIFAR100(ImageTask):
+    """CIFAR-100, 100 fine classes: 45,000 train / 5,000 aux (from the official train) /
+    10,000 test, from `data_root` or BENCH_CIFAR100_ROOT."""
+
+    name = "cifar100"
+    version = "1"
+    num_classes = 100
+    input_shape = (3, 32, 32)
+    mean, std = (0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)
+
+    def _full_splits(self) -> Splits:
+        return _cifar100_full(self.data_root)
