@@ -612,8 +612,9 @@ def write_leaderboard(
     utility_metrics: dict[str, str] | None = None,
     examples: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] | None = None,
 ) -> list[Path]:
-    """Write leaderboard.{json,csv,md} and plots/<task>.png under `out_dir`, atomically,
-    plus plots/<task>_reconstructions.png for tasks with `examples` (label, x, x_hat).
+    """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
+    `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
+    (label, x, x_hat), and last index.html, the static page that shows them all.
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
@@ -643,6 +644,11 @@ def write_leaderboard(
             path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
             atomic_write(path, reconstruction_grid_png(task, entries))
             written.append(path)
+    # The HTML view builds on this module (labels, formatting), hence the local import.
+    from bench.leaderboard_html import write_index_html
+
+    doc = json.loads(leaderboard_json(suite, suite_version, rows, code_version, stamp))
+    written += write_index_html(out_dir, doc, utility_metrics)
     return written
 
 

@@ -145,7 +145,7 @@ def test_write_twice_is_byte_identical(tmp_path: Path) -> None:
         generated_at=STAMP,
     )
     snap_a = _snapshot(a)
-    assert set(snap_a) == {"leaderboard.json", "leaderboard.csv", "leaderboard.md"}
+    assert set(snap_a) == {"leaderboard.json", "leaderboard.csv", "leaderboard.md", "index.html"}
     assert snap_a == _snapshot(b)
 
 

@@ -1,0 +1,142 @@
+"""The overall privacy-utility frontier of a task: one point per mechanism setting, utility
+against the strongest attack's similarity (ssim for images, top1 for discrete inputs),
+both with their CIs, and the Pareto-optimal settings marked.
+
+A setting is on the frontier when no other setting has at least its utility and at most its
+attack score with one of the two strictly better: the settings a user should choose among.
+Point values decide dominance; the CIs are drawn so a reader sees which gaps are noise.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from bench.hashing import canonical_json
+from bench.leaderboard import WORST_CASE
+
+# Attack metrics the frontier can use, preferred first; "_all" variants score ⊥ answers
+# with the attacker's prior guess, so abstaining mechanisms are compared on every sample.
+ATTACK_SCORES = ("ssim_all", "ssim", "top1_all", "top1")
+
+
+@dataclass(frozen=True)
+class FrontierPoint:
+    """One mechanism setting: its utility and its strongest attack's score, with CIs."""
+
+    mechanism: str
+    params: dict[str, Any]
+    utility: float
+    utility_ci: tuple[float, float]
+    attack: float
+    attack_ci: tuple[float, float]
+    attack_source: str
+    pareto: bool = False
+
+    @property
+    def label(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.mechanism} ({shown})" if shown else self.mechanism
+
+
+def attack_score_of(rows: list[dict[str, Any]]) -> str | None:
+    """The attack metric the task's worst-case rows carry, by ATTACK_SCORES preference."""
+    names = {n for r in rows if r["attack"] == WORST_CASE for n in r["metrics"]}
+    return next((m for m in ATTACK_SCORES if m in names), None)
+
+
+def _dominates(a: FrontierPoint, b: FrontierPoint) -> bool:
+    return (
+        a.utility >= b.utility
+        and a.attack <= b.attack
+        and (a.utility > b.utility or a.attack < b.attack)
+    )
+
+
+def frontier_points(
+    rows: list[dict[str, Any]], utility: str | None, score: str | None = None
+) -> tuple[str | None, list[FrontierPoint]]:
+    """(attack metric used, one point per setting of a task's rows with Pareto flags)."""
+    score = score or attack_score_of(rows)
+    if utility is None or score is None:
+        return score, []
+    by_config: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        key = (row["mechanism"], canonical_json(row["params"]))
+        kind = "utility" if row["attack"] is None else row["attack"]
+        by_config.setdefault(key, {})[kind] = row
+    points = []
+    for config in by_config.values():
+        base, worst = config.get("utility"), config.get(WORST_CASE)
+        if base is None or worst is None:
+            continue
+        u, a = base["metrics"].get(utility), worst["metrics"].get(score)
+        if u is None or a is None:
+            continue
+        points.append(
+            FrontierPoint(
+                mechanism=base["mechanism"],
+                params=base["params"],
+                utility=u["value"],
+                utility_ci=(u["ci"][0], u["ci"][1]),
+                attack=a["value"],
+                attack_ci=(a["ci"][0], a["ci"][1]),
+                attack_source=worst.get("sources", {}).get(score, ""),
+            )
+        )
+    marked = [
+        FrontierPoint(**{**vars(p), "pareto": not any(_dominates(q, p) for q in points)})
+        for p in points
+    ]
+    return score, sorted(marked, key=lambda p: (p.attack, -p.utility, p.label))
+
+
+def frontier_png(task: str, points: list[FrontierPoint], utility: str, score: str) -> bytes:
+    """Utility against the strongest attack's score with both CIs; the Pareto frontier
+    drawn as a step line through its settings."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.5, 4.5), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    mechanisms = sorted({p.mechanism for p in points})
+    colours = {m: f"C{i % 10}" for i, m in enumerate(mechanisms)}
+    for p in points:
+        ax.errorbar(
+            p.attack,
+            p.utility,
+            xerr=[[p.attack - p.attack_ci[0]], [p.attack_ci[1] - p.attack]],
+            yerr=[[p.utility - p.utility_ci[0]], [p.utility_ci[1] - p.utility]],
+            fmt="o" if p.pareto else "x",
+            color=colours[p.mechanism],
+            ecolor="0.6",
+            elinewidth=1,
+            capsize=2,
+            markersize=6,
+        )
+    pareto = sorted((p for p in points if p.pareto), key=lambda p: p.attack)
+    if pareto:
+        ax.step(
+            [p.attack for p in pareto],
+            [p.utility for p in pareto],
+            where="post",
+            color="0.3",
+            linewidth=1,
+            linestyle="--",
+            label="Pareto frontier",
+        )
+    for m in mechanisms:
+        ax.plot([], [], "o", color=colours[m], label=m)
+    if points:
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.text(0.5, 0.5, "no (utility, attack) pairs to plot", ha="center", va="center")
+    ax.set_xlabel(f"strongest attack's {score} (lower = more private)")
+    ax.set_ylabel(f"{utility} (95% CI)")
+    ax.set_title(f"{task}: privacy-utility frontier (o on the frontier, x dominated)")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()

@@ -1,0 +1,181 @@
+"""The static HTML view of a leaderboard (leaderboards/<suite>/index.html): one sortable,
+filterable table of every row (utility, each attack, worst case), the per-task plots and
+the privacy-utility frontier. Rendered with jinja2 (autoescaped) from the same rows as
+leaderboard.json, so the page never shows a number the JSON does not hold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from bench.frontier import frontier_png, frontier_points
+from bench.fsutil import atomic_write
+from bench.hashing import canonical_json
+from bench.leaderboard import (
+    WORST_CASE,
+    _params_text,
+    _rows_by_task,
+    _safe_name,
+    attack_labels,
+    describe_guarantee,
+    utility_metric_of,
+)
+from bench.metrics import METRICS
+
+TEXT_COLUMNS = ("task", "mechanism", "params", "guarantee", "attack", "seeds")
+# Column order by metric kind: what the mechanism serves, what attacks get, what is proven,
+# what it costs; unknown (plug-in) metrics last.
+_KIND_ORDER = {"utility": 0, "privacy": 1, "bound": 2, "cost": 3}
+
+
+def _environment() -> Environment:
+    return Environment(
+        loader=PackageLoader("bench", "templates"),
+        autoescape=select_autoescape(["html", "j2"]),
+        keep_trailing_newline=True,
+    )
+
+
+def metric_columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Every metric any row carries, ordered by kind then name."""
+    names = {n for r in rows for n in r["metrics"]}
+
+    def order(name: str) -> tuple[int, str]:
+        spec = METRICS.get(name) if name in METRICS else None
+        return (_KIND_ORDER.get(spec.kind, 4) if spec else 4, name)
+
+    return sorted(names, key=order)
+
+
+def _metric_help(name: str) -> str:
+    if name not in METRICS:
+        return name
+    spec = METRICS[name]
+    return f"{spec.description} ({spec.better} is better for privacy / utility)"
+
+
+def _cell(metric: dict[str, Any], source: str | None) -> dict[str, Any]:
+    lo, hi = metric["ci"]
+    title = f"n={metric.get('n', '?')}"
+    if source:
+        title += f"; strongest attack: {source}"
+    return {
+        "value": repr(float(metric["value"])),
+        "text": f"{metric['value']:.4g}",
+        "ci": f"[{lo:.3g}, {hi:.3g}]",
+        "title": title,
+    }
+
+
+def _kind(row: dict[str, Any]) -> str:
+    if row["attack"] is None:
+        return "utility"
+    return "worst" if row["attack"] == WORST_CASE else "attack"
+
+
+def _row_view(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> dict[str, Any]:
+    kind = _kind(row)
+    if kind == "attack":
+        attack = labels[(row["attack"], canonical_json(row.get("attack_params") or {}))]
+    else:
+        attack = "—" if kind == "utility" else WORST_CASE
+    sources = row.get("sources", {})
+    return {
+        "task": row["task"],
+        "mechanism": row["mechanism"],
+        "params": _params_text(row["params"]),
+        "guarantee": describe_guarantee(row.get("guarantee") or {}),
+        "notion": (row.get("guarantee") or {}).get("notion") or "none",
+        "attack": attack,
+        "kind": kind,
+        "seeds": row["seeds"],
+        "source": row.get("source"),
+        "unreliable": bool(row.get("unreliable")),
+        "cells": {n: _cell(m, sources.get(n)) for n, m in row["metrics"].items()},
+    }
+
+
+def _plot_caption(task: str, name: str) -> str:
+    suffix = name[len(_safe_name(task)) :].removesuffix(".png").lstrip("_")
+    captions = {
+        "": "utility against the worst-case attack MSE",
+        "frontier": "privacy-utility frontier",
+        "reconstructions": "what each attack recovers at each privacy level (seed 0)",
+    }
+    return captions.get(suffix, suffix.replace("_", " "))
+
+
+def _task_plots(out_dir: Path, task: str) -> list[dict[str, str]]:
+    """The PNGs under plots/ that belong to `task` (plots/<task>.png, plots/<task>_*.png)."""
+    stem = _safe_name(task)
+    files = sorted(
+        p.name
+        for p in (out_dir / "plots").glob(f"{stem}*.png")
+        if p.stem == stem or p.stem.startswith(f"{stem}_")
+    )
+    return [{"path": f"plots/{name}", "caption": _plot_caption(task, name)} for name in files]
+
+
+def write_frontier_plots(
+    out_dir: Path, rows: list[dict[str, Any]], utility_metrics: dict[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """plots/<task>_frontier.png per task that has utility and worst-case rows; returns the
+    frontier of each task for the page. `utility_metrics` maps task -> utility metric."""
+    frontiers: dict[str, dict[str, Any]] = {}
+    for task, task_rows in _rows_by_task(rows).items():
+        utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
+        score, points = frontier_points(task_rows, utility)
+        if not points or utility is None or score is None:
+            continue
+        path = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
+        atomic_write(path, frontier_png(task, points, utility, score))
+        frontiers[task] = {"utility": utility, "score": score, "points": points}
+    return frontiers
+
+
+def render_index_html(
+    doc: dict[str, Any], frontiers: dict[str, dict[str, Any]], plots: dict[str, list[dict]]
+) -> str:
+    """The page for a leaderboard document (the dict leaderboard.json holds)."""
+    rows = doc["rows"]
+    labels = attack_labels(rows)
+    tasks = sorted({r["task"] for r in rows})
+    columns = metric_columns(rows)
+    return (
+        _environment()
+        .get_template("leaderboard.html.j2")
+        .render(
+            suite=doc["suite"],
+            suite_version=doc["suite_version"],
+            code_version=doc["code_version"],
+            generated_at=doc["generated_at"],
+            rows=[_row_view(r, labels) for r in rows],
+            tasks=tasks,
+            notions=sorted({(r.get("guarantee") or {}).get("notion") or "none" for r in rows}),
+            text_columns=TEXT_COLUMNS,
+            metric_columns=columns,
+            metric_help={m: _metric_help(m) for m in columns},
+            frontiers=frontiers,
+            plots=plots,
+        )
+    )
+
+
+def write_index_html(
+    out_dir: Path, doc: dict[str, Any], utility_metrics: dict[str, str] | None = None
+) -> list[Path]:
+    """Write the frontier plots and index.html for the leaderboard document `doc` (as in
+    leaderboard.json) into `out_dir`, beside the plots already there."""
+    out_dir = Path(out_dir)
+    (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    frontiers = write_frontier_plots(out_dir, doc["rows"], utility_metrics)
+    tasks = sorted({r["task"] for r in doc["rows"]})
+    plots = {task: _task_plots(out_dir, task) for task in tasks}
+    html = render_index_html(doc, frontiers, plots)
+    index = out_dir / "index.html"
+    atomic_write(index, html.encode("utf-8"))
+    frontier_files = [out_dir / "plots" / f"{_safe_name(t)}_frontier.png" for t in frontiers]
+    return [*frontier_files, index]

@@ -1,0 +1,137 @@
+"""The static HTML leaderboard and the privacy-utility frontier: every row on the page,
+escaped text, Pareto marking, and (in headless Chromium) a table that renders, sorts and
+filters."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.frontier import frontier_points
+from bench.leaderboard import WORST_CASE, build_rows, write_leaderboard
+from bench.leaderboard_html import metric_columns
+from tests.test_leaderboard import STAMP, _job, _results
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _metric(value: float, half: float = 0.01) -> dict[str, Any]:
+    return {"value": value, "ci": [value - half, value + half], "n": 10}
+
+
+def _setting(mechanism: str, eps: float, accuracy: float, ssim: float) -> list[dict[str, Any]]:
+    """A utility row and a worst-case row of one setting."""
+    common = {"task": "t", "mechanism": mechanism, "params": {"eps": eps}, "seeds": 2}
+    return [
+        {**common, "attack": None, "metrics": {"accuracy": _metric(accuracy)}},
+        {
+            **common,
+            "attack": WORST_CASE,
+            "metrics": {"ssim": _metric(ssim)},
+            "sources": {"ssim": "map"},
+        },
+    ]
+
+
+def test_frontier_marks_exactly_the_undominated_settings() -> None:
+    rows = [
+        *_setting("a", 1.0, 0.9, 0.8),  # frontier: most useful
+        *_setting("a", 2.0, 0.7, 0.5),  # frontier
+        *_setting("b", 1.0, 0.6, 0.6),  # dominated by a/2 (less useful, more exposed)
+        *_setting("b", 2.0, 0.7, 0.5),  # ties a/2 exactly: not dominated
+        *_setting("c", 1.0, 0.1, 0.1),  # frontier: most private
+    ]
+    score, points = frontier_points(rows, "accuracy")
+    assert score == "ssim"
+    flags = {(p.mechanism, p.params["eps"]): p.pareto for p in points}
+    assert flags == {
+        ("a", 1.0): True,
+        ("a", 2.0): True,
+        ("b", 1.0): False,
+        ("b", 2.0): True,
+        ("c", 1.0): True,
+    }
+    assert [p.attack for p in points] == sorted(p.attack for p in points)
+    assert all(p.attack_source == "map" for p in points)
+
+
+def test_frontier_prefers_scores_over_all_samples_for_abstaining_mechanisms() -> None:
+    rows = _setting("ptr", 1.0, 0.8, 0.9)
+    rows[1]["metrics"]["ssim_all"] = _metric(0.4)
+    score, points = frontier_points(rows, "accuracy")
+    assert score == "ssim_all" and points[0].attack == 0.4
+
+
+def test_index_html_lists_every_row_and_escapes_text(tmp_path: Path) -> None:
+    results = _results()
+    results.append(_job(0, "<script>alert(1)</script>", {"sigma": 0.2}, None))
+    rows = build_rows(results)
+    write_leaderboard("smoke", "1", rows, tmp_path, code_version="c", generated_at=STAMP)
+    html = (tmp_path / "index.html").read_text()
+    assert html.count('<tr class="') == len(rows)
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    for column in metric_columns(rows):
+        assert f">{column}</th>" in html
+    # The plots of the task, the frontier among them, are linked with relative paths.
+    assert 'src="plots/mnist-small.png"' in html
+    assert 'src="plots/mnist-small_frontier.png"' in html
+    assert (tmp_path / "plots" / "mnist-small_frontier.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
+def test_page_renders_sorts_and_filters_in_headless_chromium(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    rows = build_rows(_results())
+    write_leaderboard("smoke", "1", rows, tmp_path, code_version="c", generated_at=STAMP)
+    doc = json.loads((tmp_path / "leaderboard.json").read_text())
+    flags = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+    ]
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=flags)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(10_000)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto((tmp_path / "index.html").as_uri())
+            body_rows = page.locator("#leaderboard tbody tr")
+            assert body_rows.count() == len(doc["rows"])
+            assert page.locator("#shown-count").inner_text() == f"{len(rows)} of {len(rows)} rows"
+
+            def header(name: str) -> Any:
+                return page.locator("#leaderboard thead th").filter(
+                    has_text=re.compile(f"^{name}$")
+                )
+
+            def column(name: str) -> list[float]:
+                index = page.locator("#leaderboard thead th").all_inner_texts().index(name)
+                values = page.eval_on_selector_all(
+                    "#leaderboard tbody tr:not([hidden])",
+                    f"rows => rows.map(r => r.cells[{index}].dataset.v)",
+                )
+                return [float(v) for v in values if v]
+
+            expected = sorted(r["metrics"]["mse"]["value"] for r in rows if "mse" in r["metrics"])
+            header("mse").click()
+            assert column("mse") == pytest.approx(expected, rel=1e-5)
+            header("mse").click()
+            assert column("mse") == pytest.approx(expected[::-1], rel=1e-5)
+
+            page.select_option("#filter-kind", "utility")
+            shown = page.locator("#leaderboard tbody tr:not([hidden])")
+            assert shown.count() == sum(r["attack"] is None for r in rows)
+            assert errors == []
+        finally:
+            browser.close()
