@@ -19,6 +19,7 @@ from bench.provenance import attach_provenance
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
 from bench.suite import Suite, load_suite
+from bench.validation import attach_expected_failures
 
 
 def expand_suite(name_or_path: str, seeds: int | None = None) -> tuple[Suite, list[Job]]:
@@ -38,7 +39,7 @@ def write_suite_leaderboard(
     return write_leaderboard(
         suite.name,
         suite.version,
-        attach_provenance(build_rows(results), jobs, suite.version),
+        attach_expected_failures(attach_provenance(build_rows(results), jobs, suite.version)),
         out_dir,
         code_version=code_version,
         generated_at=generated_at,

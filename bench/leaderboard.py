@@ -491,7 +491,19 @@ def leaderboard_markdown(
         settings = _attack_settings(task_rows)
         if settings:
             lines += ["", "Attack settings:", "", *settings]
+        waived = _expected_failure_lines(task_rows)
+        if waived:
+            lines += ["", "Declared expected failures of `bench validate` checks:", "", *waived]
     return "\n".join(lines) + "\n"
+
+
+def _expected_failure_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per (mechanism, waived check) with its written reason."""
+    seen: dict[tuple[str, str], str] = {}
+    for row in rows:
+        for check, reason in (row.get("expected_failures") or {}).items():
+            seen[(row["mechanism"], check)] = reason
+    return [f"- `{m}`: `{check}`: {_md_escape(why)}" for (m, check), why in sorted(seen.items())]
 
 
 def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

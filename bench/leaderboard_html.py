@@ -94,6 +94,10 @@ def _row_view(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> dict[s
         "seeds": row["seeds"],
         "source": row.get("source"),
         "unreliable": bool(row.get("unreliable")),
+        "unreliable_reason": row.get("unreliable_reason", ""),
+        "waived": "; ".join(
+            f"{c}: {why}" for c, why in (row.get("expected_failures") or {}).items()
+        ),
         "cells": {n: _cell(m, sources.get(n)) for n, m in row["metrics"].items()},
     }
 

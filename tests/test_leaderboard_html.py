@@ -135,3 +135,22 @@ def test_page_renders_sorts_and_filters_in_headless_chromium(tmp_path: Path) -> 
             assert errors == []
         finally:
             browser.close()
+
+
+def test_declared_expected_failures_are_shown_on_the_rows(tmp_path: Path) -> None:
+    from bench.validation import attach_expected_failures
+
+    spec = "tests.test_validate:WaivedEncoder"
+    results = [_job(0, spec, {}, None), _job(0, "identity", {}, None)]
+    rows = attach_expected_failures(build_rows(results))
+    waived = [r for r in rows if r["mechanism"] == spec]
+    assert waived and all(
+        r["expected_failures"]
+        == {"check_encoder_and_noise_exposed": "the encoder is a remote service"}
+        for r in waived
+    )
+    assert all("expected_failures" not in r for r in rows if r["mechanism"] == "identity")
+    write_leaderboard("smoke", "1", rows, tmp_path, code_version="c", generated_at=STAMP)
+    assert "the encoder is a remote service" in (tmp_path / "index.html").read_text()
+    markdown = (tmp_path / "leaderboard.md").read_text()
+    assert "`check_encoder_and_noise_exposed`: the encoder is a remote service" in markdown
