@@ -24,6 +24,7 @@ from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
 from bench.metrics import METRICS, MetricResult
 from bench.metrics.stats import aggregate_seeds
+from bench.plots_dfil import write_dfil_plots
 
 ROW_KEYS = ("task", "mechanism", "params", "guarantee", "attack", "seeds", "metrics")
 TOP_KEYS = ("suite", "suite_version", "generated_at", "code_version", "rows")
@@ -613,7 +614,8 @@ def write_leaderboard(
     examples: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] | None = None,
 ) -> list[Path]:
     """Write leaderboard.{json,csv,md} and plots/<task>.png under `out_dir`, atomically,
-    plus plots/<task>_reconstructions.png for tasks with `examples` (label, x, x_hat).
+    plus plots/<task>_reconstructions.png for tasks with `examples` (label, x, x_hat), and
+    plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil` (bench.plots_dfil).
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
@@ -643,6 +645,8 @@ def write_leaderboard(
             path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
             atomic_write(path, reconstruction_grid_png(task, entries))
             written.append(path)
+    # Attack MSE vs 1/dFIL with the Cramer-Rao and van Trees bounds, for suites sweeping it.
+    written += write_dfil_plots(rows, out_dir)
     return written
 
 
