@@ -386,3 +386,54 @@ def test_subsampled_calibration_agrees_with_the_exact_mean_trace(small_fmnist, a
     # sigma^2 is proportional to the mean trace (sigma = sqrt(target * mean Tr / d)).
     ratio = (sampled.noise().scale / exact.noise().scale) ** 2
     assert ratio == pytest.approx(sampled._mean_tr / exact._mean_tr, rel=1e-9)
+
+
+# ----------------------------------------------------------------- end to end
+
+E2E_SUITE = """
+name = "dfil-e2e"
+version = "1"
+seeds = 1
+attack_samples = 8
+
+[[task]]
+name = "gaussian"
+n_train = 100
+n_aux = 50
+n_test = 8
+train_epochs = 1
+
+[[mechanism]]
+name = "dfil"
+params = { inv_dfil = 0.01, proj_dim = 800 }
+
+[[attack]]
+name = "optimization"
+params = { max_steps = 100 }
+
+[[attack]]
+name = "map"
+params = { max_steps = 100 }
+"""
+
+
+@pytest.mark.slow
+def test_bench_run_scores_every_dfil_attack_row_and_plots_the_bounds(tmp_path) -> None:
+    import json
+
+    from tests.conftest import run_cli, tiny_run_args
+
+    suite = tmp_path / "dfil-e2e.toml"
+    suite.write_text(E2E_SUITE)
+    run_cli(*tiny_run_args(suite), cwd=tmp_path, check=True)
+    rows = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["rows"]
+    attack_rows = [r for r in rows if r["attack"] in ("optimization", "map")]
+    assert len(attack_rows) == 2
+    for row in attack_rows:
+        assert {"bound_mse", "bound_validity"} <= set(row["metrics"]), row
+        target = row["params"]["inv_dfil"]
+        expected = target if row["attack"] == "optimization" else 1 / (1 / target + 1 / TAU2)
+        assert row["metrics"]["bound_mse"]["value"] == pytest.approx(expected, rel=1e-4)
+    assert all(r["guarantee"]["notion"] == "dfil" for r in rows)
+    plot = tmp_path / "lb" / "plots" / "gaussian_dfil_bounds.png"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
