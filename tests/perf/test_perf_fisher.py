@@ -1,7 +1,12 @@
 """Exact per-sample Tr(J^T J) of the Fashion-MNIST dFIL encoder: bench.certify.fisher (torch.func
 JVPs / VJPs batched with vmap) side by side with a naive per-sample
 torch.autograd.functional.jacobian (one backward pass per output coordinate).
-`make bench-perf` prints each group's two rows; the ratio of their means is the speed-up."""
+`make bench-perf` prints each group's two rows; the ratio of their means is the speed-up.
+
+Measured on the shared 2-core CPU (one thread): early split (784 inputs -> 6,272 outputs)
+27x, since the exact trace takes the 784-input side where the naive Jacobian makes 6,272
+backward passes; late split (784 -> 784) about 3x, since both make 784 passes of a tiny CNN
+and batching only saves the per-pass overhead."""
 
 from __future__ import annotations
 
