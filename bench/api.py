@@ -9,16 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from bench import __version__
 from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
-from bench.leaderboard import build_rows, write_leaderboard
+from bench.leaderboard import SentenceExample, build_rows, write_leaderboard
 from bench.provenance import attach_provenance
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
-from bench.suite import Suite, load_suite
+from bench.suite import Suite, load_suite, make_task
 
 
 def expand_suite(name_or_path: str, seeds: int | None = None) -> tuple[Suite, list[Job]]:
@@ -43,6 +44,7 @@ def write_suite_leaderboard(
         code_version=code_version,
         generated_at=generated_at,
         examples=reconstruction_examples(jobs, store),
+        sentences=sentence_examples(jobs, store),
     )
 
 
@@ -58,7 +60,29 @@ def reconstruction_examples(
             params = ", ".join(f"{k}={v}" for k, v in sorted(job.params.items()))
             label = f"{job.mechanism}({params})\n{job.attack}"
             ex = stored[job.hash]
-            out.setdefault(job.task, []).append((label, ex["x"], ex["x_hat"]))
+            if ex["x"].dtype.kind == "f":  # images; token ids go to sentence_examples
+                out.setdefault(job.task, []).append((label, ex["x"], ex["x_hat"]))
+    return out
+
+
+def sentence_examples(jobs: list[Job], store: ResultStore) -> dict[str, list[SentenceExample]]:
+    """Per text task, (row label, original sentences, reconstructed sentences) of every
+    attack job of seed 0, decoded with the task's tokenizer."""
+    first = [j for j in jobs if j.attack is not None and j.seed == 0]
+    stored = store.examples([j.hash for j in first])
+    out: dict[str, list[SentenceExample]] = {}
+    for job in sorted(first, key=lambda j: (j.task, j.mechanism, canonical_json(j.params))):
+        ex = stored.get(job.hash)
+        if ex is None or ex["x"].dtype.kind == "f":
+            continue
+        task = make_task(job.task, job.task_options)
+        decode = getattr(task, "sentences", None)
+        if decode is None:
+            continue
+        params = ", ".join(f"{k}={v}" for k, v in sorted(job.params.items()))
+        label = f"{job.mechanism}({params}) / {job.attack}"
+        pair = (label, decode(torch.from_numpy(ex["x"])), decode(torch.from_numpy(ex["x_hat"])))
+        out.setdefault(job.task, []).append(pair)
     return out
 
 

@@ -25,6 +25,7 @@ from bench.hashing import canonical_json
 from bench.metrics import METRICS, MetricResult
 from bench.metrics.stats import aggregate_seeds
 
+SentenceExample = tuple[str, list[str], list[str]]  # (row label, originals, reconstructions)
 ROW_KEYS = ("task", "mechanism", "params", "guarantee", "attack", "seeds", "metrics")
 TOP_KEYS = ("suite", "suite_version", "generated_at", "code_version", "rows")
 CSV_COLUMNS = (
@@ -464,8 +465,10 @@ def leaderboard_markdown(
     code_version: str,
     generated_at: str,
     utility_metrics: dict[str, str] | None = None,
+    sentences: dict[str, list[SentenceExample]] | None = None,
 ) -> str:
-    """A reviewer-facing view: per task one table of mechanisms with CIs and seed counts."""
+    """A reviewer-facing view: per task one table of mechanisms with CIs and seed counts,
+    and for text tasks a few sentences as each attack reconstructed them (seed 0)."""
     lines = [
         f"# Leaderboard: {suite} (version {suite_version})",
         "",
@@ -491,7 +494,27 @@ def leaderboard_markdown(
         settings = _attack_settings(task_rows)
         if settings:
             lines += ["", "Attack settings:", "", *settings]
+        lines += _sentence_lines((sentences or {}).get(task, []))
     return "\n".join(lines) + "\n"
+
+
+def _sentence_lines(examples: list[SentenceExample]) -> list[str]:
+    """Markdown: each attack's reconstructions of the first test sentences, under the
+    originals (reconstructions of the same sentences in every row)."""
+    if not examples:
+        return []
+    originals = examples[0][1]
+    lines = ["", "Reconstructed sentences (seed 0):", ""]
+    lines += [f"- original {i + 1}: `{_code_text(s)}`" for i, s in enumerate(originals)]
+    for label, _, recovered in examples:
+        lines += ["", f"{label}:", ""]
+        lines += [f"- {i + 1}: `{_code_text(s)}`" for i, s in enumerate(recovered)]
+    return lines
+
+
+def _code_text(sentence: str) -> str:
+    """A sentence safe inside Markdown inline code (no backticks, one line)."""
+    return " ".join(sentence.replace("`", "'").split()) or "(empty)"
 
 
 def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -611,10 +634,12 @@ def write_leaderboard(
     generated_at: str | None = None,
     utility_metrics: dict[str, str] | None = None,
     examples: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] | None = None,
+    sentences: dict[str, list[SentenceExample]] | None = None,
 ) -> list[Path]:
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
-    (label, x, x_hat), and last index.html, the static page that shows them all.
+    (label, x, x_hat), and last index.html, the static page that shows them all. Text tasks'
+    reconstructed `sentences` (label, originals, reconstructions) go into the Markdown.
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
@@ -631,7 +656,9 @@ def write_leaderboard(
         _atomic_write_text(out_dir / "leaderboard.csv", leaderboard_csv(rows)),
         _atomic_write_text(
             out_dir / "leaderboard.md",
-            leaderboard_markdown(suite, suite_version, rows, code_version, stamp, utility_metrics),
+            leaderboard_markdown(
+                suite, suite_version, rows, code_version, stamp, utility_metrics, sentences
+            ),
         ),
     ]
     for task, task_rows in _rows_by_task(rows).items():

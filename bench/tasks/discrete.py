@@ -1,0 +1,45 @@
+"""The split model a discrete-input task (modality "ids" or "text") hands its mechanisms.
+
+The private input is a tensor of integer ids (tokens, user and movie ids). The client looks
+up rows of an embedding table and runs the model up to the split; the intermediate there is
+what crosses to the server. Attacks get `client` as the encoder from the looked-up embeddings
+(N, *input_shape, D) to the release and `table` to match embeddings back to ids (`lookup`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+ENCODE_BATCH = 256
+
+
+@dataclass
+class EmbeddingSplit:
+    """A trained model cut at its split: embedding rows, client part and server part."""
+
+    table: torch.Tensor  # (V, D): row i is the embedding of id i
+    client: nn.Module  # embeddings (N, *input_shape, D) -> intermediate at the split
+    server: nn.Module  # intermediate -> class scores (N, C)
+    trainable: str = ""  # submodule of `server` that noise-aware tuning trains ("" = all)
+
+    @torch.no_grad()
+    def encode(self, ids: torch.Tensor) -> torch.Tensor:
+        """The noiseless intermediate of a batch of ids, computed in batches."""
+        self.client.eval()
+        parts = [
+            self.client(self.table[ids[i : i + ENCODE_BATCH]])
+            for i in range(0, len(ids), ENCODE_BATCH)
+        ]
+        return torch.cat(parts)
+
+
+class TwoClassScores(nn.Module):
+    """One logit z -> class scores (0, z): softmax gives sigmoid(z) for class 1, so
+    cross-entropy on them is the binary cross-entropy of a click model."""
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        z = z.reshape(len(z), 1)
+        return torch.cat([torch.zeros_like(z), z], 1)
