@@ -120,10 +120,9 @@ def _module_files(module_name: str) -> frozenset[Path]:
     return frozenset(files)
 
 
-@cache
-def code_hash_of(*classes: type) -> str:
-    """Code version of the parts a job uses: the modules of each class and its project
-    base classes, what they import from the project, and the harness modules."""
+def code_files_of(*classes: type) -> set[Path]:
+    """The source files a job's code version covers: the modules of each class and its
+    project base classes, what they import from the project, and the harness modules."""
     files: set[Path] = set()
     for cls in classes:
         for base in cls.__mro__:
@@ -131,7 +130,13 @@ def code_hash_of(*classes: type) -> str:
                 files |= _module_files(base.__module__)
     for module_name in _HARNESS:
         files |= _module_files(module_name)
-    return files_digest(sorted(files))
+    return files
+
+
+@cache
+def code_hash_of(*classes: type) -> str:
+    """Code version of the parts a job uses (the files of `code_files_of`)."""
+    return files_digest(sorted(code_files_of(*classes)))
 
 
 def expand(

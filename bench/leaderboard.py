@@ -24,6 +24,7 @@ from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
 from bench.metrics import METRICS, MetricResult
 from bench.metrics.stats import aggregate_seeds
+from bench.plots_dfil import write_dfil_plots
 
 SentenceExample = tuple[str, list[str], list[str]]  # (row label, originals, reconstructions)
 ROW_KEYS = ("task", "mechanism", "params", "guarantee", "attack", "seeds", "metrics")
@@ -638,7 +639,8 @@ def write_leaderboard(
 ) -> list[Path]:
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
-    (label, x, x_hat), and last index.html, the static page that shows them all. Text tasks'
+    (label, x, x_hat), plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil`
+    (bench.plots_dfil), and last index.html, the static page that shows them all. Text tasks'
     reconstructed `sentences` (label, originals, reconstructions) go into the Markdown.
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
@@ -671,6 +673,8 @@ def write_leaderboard(
             path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
             atomic_write(path, reconstruction_grid_png(task, entries))
             written.append(path)
+    # Attack MSE vs 1/dFIL with the Cramer-Rao and van Trees bounds, for suites sweeping it.
+    written += write_dfil_plots(rows, out_dir)
     # The HTML view builds on this module (labels, formatting), hence the local import.
     from bench.leaderboard_html import write_index_html
 

@@ -67,6 +67,30 @@ def analytic_gaussian_sigma(eps: float, delta: float, l2_sensitivity: float) -> 
     return hi
 
 
+def analytic_gaussian_eps(sigma: float, delta: float, l2_sensitivity: float) -> float:
+    """Smallest eps with analytic_gaussian_delta(sigma, eps) <= delta: the exact (eps, delta)-DP
+    of a Gaussian mechanism with noise `sigma` (Balle & Wang 2018, Thm 8; delta decreases in
+    eps). Bisection; returns the upper end of the final bracket, so the claim holds exactly."""
+    if not (sigma > 0 and math.isfinite(sigma)):
+        raise ConfigError(f"sigma must be a positive finite number, got {sigma}")
+    if not 0 < delta < 1:
+        raise ConfigError(f"delta must lie in (0, 1), got {delta}")
+    lo, hi = 0.0, 1.0
+    if analytic_gaussian_delta(sigma, 0.0, l2_sensitivity) <= delta:
+        return 0.0
+    while analytic_gaussian_delta(sigma, hi, l2_sensitivity) > delta:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        if analytic_gaussian_delta(sigma, mid, l2_sensitivity) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def gaussian_sigma(eps: float, delta: float, l2_sensitivity: float) -> tuple[float, str]:
     """The Gaussian noise scale for (eps, delta) at `l2_sensitivity` and the rule used:
     the classic constant for eps < 1 (as the IP paper), the analytic mechanism otherwise."""

@@ -9,6 +9,7 @@ import pytest
 from bench.errors import ConfigError
 from mechanisms.calibration import (
     analytic_gaussian_delta,
+    analytic_gaussian_eps,
     analytic_gaussian_sigma,
     classic_gaussian_sigma,
     gaussian_sigma,
@@ -63,3 +64,25 @@ def test_rule_switches_at_eps_one() -> None:
 def test_bad_privacy_parameters_refused(eps: float, delta: float) -> None:
     with pytest.raises(ConfigError):
         gaussian_sigma(eps, delta, 1.0)
+
+
+@pytest.mark.parametrize("sigma", [0.3, 1.0, 4.0, 20.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5])
+def test_analytic_eps_meets_delta_tightly_and_inverts_the_sigma_calibration(
+    sigma: float, delta: float
+) -> None:
+    eps = analytic_gaussian_eps(sigma, delta, 2.0)
+    assert analytic_gaussian_delta(sigma, eps, 2.0) <= delta
+    if eps > 0:  # 0.1% smaller eps must break the claim: the bisection found the boundary
+        assert analytic_gaussian_delta(sigma, eps * 0.999, 2.0) > delta
+        assert analytic_gaussian_sigma(eps, delta, 2.0) == pytest.approx(sigma, rel=1e-6)
+    # Never looser than converting the (2, 4/sigma^2)-RDP of the same mechanism with
+    # Mironov 2017, Prop. 3: eps_rdp + ln(1/delta) / (alpha - 1).
+    assert eps <= (2.0 / sigma) ** 2 + math.log(1 / delta)
+
+
+def test_analytic_eps_refuses_bad_inputs() -> None:
+    with pytest.raises(ConfigError):
+        analytic_gaussian_eps(0.0, 1e-5, 1.0)
+    with pytest.raises(ConfigError):
+        analytic_gaussian_eps(1.0, 0.0, 1.0)

@@ -1,0 +1,133 @@
+"""Attack MSE against 1/dFIL with the Cramer-Rao and van Trees bounds (dFIL seed paper, Figs. 2
+and 3): one PNG per task of a leaderboard, one panel per mechanism configuration swept over
+`inv_dfil` (e.g. dfil split early / late, with and without optimisations, dp-encoder).
+
+Reads leaderboard rows only (bench.leaderboard.build_rows or leaderboard.json "rows"): an
+attack row's `mse` (with its CI), and its `bound_mse` (Cramer-Rao on `optimization` rows, van
+Trees on the others, as bench.certify.fisher_bounds and mechanisms.dfil define them).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench.fsutil import atomic_write
+from bench.hashing import canonical_json
+
+SWEEP = "inv_dfil"
+UNBIASED = "optimization"
+MARKERS = "os^Dv<>P"
+
+
+def _is_sweep_row(row: dict[str, Any]) -> bool:
+    attack = row.get("attack")
+    return (
+        SWEEP in (row.get("params") or {})
+        and attack is not None
+        and attack != "worst case"  # bench.leaderboard.WORST_CASE (no import: a cycle)
+        and "mse" in row.get("metrics", {})
+    )
+
+
+PanelKey = tuple[str, str]  # (mechanism, canonical JSON of the parameters other than inv_dfil)
+
+
+def _panels(rows: list[dict[str, Any]]) -> dict[str, dict[PanelKey, list[dict[str, Any]]]]:
+    """task -> (mechanism, fixed parameters) -> the attack rows of that 1/dFIL sweep."""
+    out: dict[str, dict[PanelKey, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if not _is_sweep_row(row):
+            continue
+        fixed = {k: v for k, v in row["params"].items() if k != SWEEP}
+        out[row["task"]][(row["mechanism"], canonical_json(fixed))].append(row)
+    return out
+
+
+def _title(key: PanelKey, keys: list[PanelKey]) -> str:
+    """The mechanism name plus the parameters that differ between the panels."""
+    others = [json.loads(fixed) for _, fixed in keys]
+    mine = json.loads(key[1])
+    varying = {k: v for k, v in mine.items() if any(p.get(k) != v for p in others)}
+    extra = ", ".join(f"{k}={v}" for k, v in sorted(varying.items()))
+    return f"{key[0]} {extra}".strip()
+
+
+def _bound_curve(rows: list[dict[str, Any]], unbiased: bool) -> list[tuple[float, float]]:
+    """(1/dFIL, bound) points from the rows of one bound kind, one per 1/dFIL value."""
+    points: dict[float, float] = {}
+    for row in rows:
+        if (row["attack"] == UNBIASED) != unbiased or "bound_mse" not in row["metrics"]:
+            continue
+        points.setdefault(float(row["params"][SWEEP]), float(row["metrics"]["bound_mse"]["value"]))
+    return sorted(points.items())
+
+
+def _draw_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
+    by_attack: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_attack[row["attack"]].append(row)
+    for i, (attack, attack_rows) in enumerate(sorted(by_attack.items())):
+        attack_rows.sort(key=lambda r: float(r["params"][SWEEP]))
+        xs = [float(r["params"][SWEEP]) for r in attack_rows]
+        ys = [float(r["metrics"]["mse"]["value"]) for r in attack_rows]
+        lo = [y - float(r["metrics"]["mse"]["ci"][0]) for y, r in zip(ys, attack_rows, strict=True)]
+        hi = [float(r["metrics"]["mse"]["ci"][1]) - y for y, r in zip(ys, attack_rows, strict=True)]
+        ax.errorbar(
+            xs, ys, yerr=[lo, hi], marker=MARKERS[i % len(MARKERS)], ms=5, capsize=2,
+            lw=1, label=f"{attack} (MSE)",
+        )  # fmt: skip
+    for unbiased, style, name in ((True, "--", "Cramer-Rao"), (False, ":", "van Trees")):
+        curve = _bound_curve(rows, unbiased)
+        if curve:
+            xs, ys = zip(*curve, strict=True)
+            marker = "_" if len(curve) == 1 else None  # a lone point still shows
+            ax.plot(
+                xs, ys, style, marker=marker, ms=14, color="k", lw=1.3, zorder=3,
+                label=f"{name} bound",
+            )  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("1/dFIL")
+    ax.set_ylabel("reconstruction MSE per dimension")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def dfil_bounds_png(task: str, panels: dict[PanelKey, list[dict[str, Any]]]) -> bytes:
+    """One figure: a log-log panel of attack MSE vs 1/dFIL with both bounds per sweep."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    keys = sorted(panels)
+    cols = min(3, len(keys))
+    n_rows = math.ceil(len(keys) / cols)
+    fig = Figure(figsize=(4.6 * cols, 3.8 * n_rows), dpi=100)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(n_rows, cols, squeeze=False)
+    for ax, key in zip(axes.flat, keys, strict=False):
+        _draw_panel(ax, _title(key, keys), panels[key])
+    for ax in list(axes.flat)[len(keys) :]:
+        ax.set_visible(False)
+    fig.suptitle(f"{task}: attack MSE vs 1/dFIL", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def write_dfil_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """Write plots/<task>_dfil_bounds.png under `out_dir` for every task with an `inv_dfil`
+    sweep among `rows`; returns the paths written (none when no row sweeps 1/dFIL)."""
+    written = []
+    for task, panels in sorted(_panels(rows).items()):
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task)
+        path = Path(out_dir) / "plots" / f"{safe}_dfil_bounds.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, dfil_bounds_png(task, panels))
+        written.append(path)
+    return written
