@@ -27,6 +27,7 @@ def noise_tuned_server(
         "data": task.data_fingerprint(),
         "seed": ctx.seed,
         "noise": {"kind": noise.kind, "scale": repr(noise.scale)},
+        "server": str(split.server),  # which blocks follow the split
         "code": files_digest([Path(__file__)]),
     }
     server = copy.deepcopy(split.server)

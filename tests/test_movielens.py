@@ -113,3 +113,30 @@ def test_optimization_attack_is_scored_in_embedding_space(fitted: dict) -> None:
     # Unprotected through an invertible linear layer: the embeddings come back far closer
     # than the best data-independent guess (the mean row, whose error is the table variance).
     assert metrics["mse"].value < 0.2 * table.var(0).mean().item()
+
+
+def test_dfil_calibrates_on_the_embedding_input_and_protects_ids(fitted: dict) -> None:
+    """dfil on NCF-MLP: sigma = sqrt(inv_dfil * mean Tr(J^T J) / d) with d = 2 x 32 embedding
+    coordinates and Tr = ||W||_F^2 (linear client); ids recovered unprotected are lost at
+    1/dFIL = 100; lookup rows carry no MSE bound, optimization rows the Cramer-Rao one."""
+    task, splits, cache = fitted["task"], fitted["splits"], fitted["cache"]
+    mech = MECHANISMS.get("dfil")(inv_dfil=100.0)
+    mech.fit(task, splits, FitContext(0, cache))
+    weight = mech.encoder()[1].weight
+    expected = math.sqrt(100.0 * float(weight.double().pow(2).sum()) / 64)
+    assert mech.noise().scale == pytest.approx(expected, rel=1e-6)
+    assert torch.equal(mech.embedding_table(), fitted["identity"].embedding_table())
+    protected = _evaluate(mech, fitted)
+    assert protected["top1"] < 0.1
+    assert mech.guarantee().to_dict()["inv_dfil"] == 100.0
+
+    attack = ATTACKS.get("optimization")(max_steps=100)
+    attack.fit(mech, task, splits.aux, FitContext(2, cache))
+    x = splits.test.x[:8]
+    release = mech.release(x, torch.Generator().manual_seed(3))
+    table = mech.embedding_table()
+    _, x_hat = attack_metrics(task, attack, release, x, splits.aux.x, False, table)
+    bounds = mech.bound_metrics(attack, table[x], x_hat, release)
+    assert bounds["bound_mse"].value == pytest.approx(100.0, rel=1e-6)  # CR = 1/dFIL(x)
+    lookup = ATTACKS.get("lookup")()
+    assert mech.bound_metrics(lookup, x, x, release) == {}

@@ -113,18 +113,36 @@ def _evaluate(mech, fitted: dict, n_attacked: int = 4) -> dict[str, float]:
 
 
 def test_lookup_recovers_tokens_unprotected_not_under_noise(fitted: dict) -> None:
-    majority = max(fitted["splits"].test.y.float().mean().item(), 0.5)
-    majority = max(majority, 1 - fitted["splits"].test.y.float().mean().item())
+    """Split early, no noise: every sentence token comes back. Split late with light noise
+    on the block-4 output (sigma 1.1, ~1/dFIL 0.06 there): recovery falls while accuracy
+    stays above the majority class. (At 1/dFIL = 100 accuracy is at chance without the
+    paper's optimisations, as in its "no opt." column; see the dfil test below.)"""
+    rate = fitted["splits"].test.y.float().mean().item()
+    majority = max(rate, 1 - rate)
     clear = _evaluate(fitted["identity"], fitted)
     assert clear["top1"] >= 0.95
     assert clear["accuracy"] > majority + 0.05
 
-    noisy = MECHANISMS.get("gauss-input")(eps=1.0, r=0.3, finetune=True)
-    noisy.fit(fitted["task"], fitted["splits"], FitContext(0, fitted["cache"]))
-    protected = _evaluate(noisy, fitted)
-    print(f"sst2 clear {clear}\nsigma {noisy.noise().scale:.3f} {protected}")
+    late = make_task("sst2", {**TINY, "split": "late"})
+    noisy = MECHANISMS.get("gauss-input")(eps=1.0, r=0.3)
+    noisy.fit(late, late.splits(), FitContext(0, fitted["cache"]))
+    protected = _evaluate(noisy, {**fitted, "task": late})
+    print(f"sst2 clear {clear}\nlate, sigma {noisy.noise().scale:.3f} {protected}")
     assert protected["top1"] < clear["top1"] - 0.3
     assert protected["accuracy"] > majority
+
+
+def test_dfil_calibrates_on_the_embedding_layer_input(fitted: dict) -> None:
+    """dfil on sst2: sigma = sqrt(inv_dfil * mean Tr(J^T J) / d), the trace taken with respect
+    to the word embeddings (d = 16 tokens x 384); at 1/dFIL = 100 the tokens are lost."""
+    mech = MECHANISMS.get("dfil")(inv_dfil=100.0, split="early", calib_samples=8, calib_dirs=16)
+    mech.fit(fitted["task"], fitted["splits"], FitContext(0, fitted["cache"]))
+    d = 16 * 384
+    assert mech._input_dim == d
+    assert mech.noise().scale == pytest.approx((100.0 * mech._mean_tr / d) ** 0.5, rel=1e-9)
+    protected = _evaluate(mech, fitted)
+    print(f"sst2 dfil 1/dFIL=100 sigma {mech.noise().scale:.2f} {protected}")
+    assert protected["top1"] < 0.3
 
 
 SUITE = """

@@ -156,11 +156,12 @@ class MovieLens(Task):
         self.splits()
         return NCF(self.n_rows)
 
-    def split_model(self, ctx: FitContext) -> EmbeddingSplit:
+    def split_model(self, ctx: FitContext, split: str | None = None) -> EmbeddingSplit:
         """NCF-MLP trained on the train clicks (cached per data and seed), cut after its
-        first linear layer. Adam (lr 1e-3, batch 256, 2 epochs) instead of the paper's one
-        epoch of Nesterov SGD on MovieLens-20M: on the 100k small set it reaches the paper's
-        AUC (~0.82) where one SGD epoch does not."""
+        first linear layer (the only split; `split` is accepted and ignored). Adam (lr 1e-3,
+        batch 256, 2 epochs) instead of the paper's one epoch of Nesterov SGD on
+        MovieLens-20M: on the 100k small set it reaches the paper's AUC (~0.82) where one
+        SGD epoch does not."""
         recipe = {
             "artifact": "ncf-mlp",
             "task": self.config(),

@@ -209,9 +209,12 @@ class SST2(Task):
 
         return ctx.cache.get_or_build(recipe, build)
 
-    def split_model(self, ctx: FitContext) -> EmbeddingSplit:
-        """The frozen encoder cut after block `split`, with the sentiment head fine-tuned
-        on the clean train split (cached per data and seed)."""
+    def split_model(self, ctx: FitContext, split: str | None = None) -> EmbeddingSplit:
+        """The frozen encoder cut after block `split` (default: the task's), with the
+        sentiment head fine-tuned on the clean train split (cached per data and seed)."""
+        split = split or self.split
+        if split not in SPLITS:
+            raise ConfigError(f"task sst2: split must be one of {', '.join(SPLITS)}, got {split!r}")
         net, _ = load_backbone(self.model_name)
         recipe = {
             "artifact": "sst2-head",
@@ -231,7 +234,7 @@ class SST2(Task):
 
         head = nn.Linear(hidden_size(net), self.num_classes)
         head.load_state_dict(ctx.cache.get_or_build(recipe, build))
-        split = self._cut(head.eval().requires_grad_(False), SPLITS[self.split])
-        split.client.eval()
-        split.server.eval()
-        return split
+        cut = self._cut(head.eval().requires_grad_(False), SPLITS[split])
+        cut.client.eval()
+        cut.server.eval()
+        return cut
