@@ -53,7 +53,9 @@ def load_backbone(model: str) -> tuple[nn.Module, Any]:
     path = model_dir(model)
     logging.set_verbosity_error()
     try:
-        net = AutoModel.from_pretrained(path, local_files_only=True)
+        # Eager attention: PyTorch's fused CPU attention has no forward-mode AD, which the
+        # exact / subsampled Jacobian traces of dfil's calibration use (JVPs).
+        net = AutoModel.from_pretrained(path, local_files_only=True, attn_implementation="eager")
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
