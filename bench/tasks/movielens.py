@@ -20,10 +20,10 @@ from torch import nn
 
 from bench.errors import ConfigError
 from bench.hashing import files_digest, seeded_init
-from bench.protocols import DataSplit, FitContext, Splits, Task
+from bench.protocols import DataSplit, FitContext, Splits
 from bench.registry import register_task
 from bench.tasks import sources
-from bench.tasks.discrete import EmbeddingSplit, TwoClassScores
+from bench.tasks.discrete import DiscreteTask, EmbeddingSplit, TwoClassScores
 from bench.training import train_classifier
 
 SPLIT_SEED = 20260108
@@ -89,7 +89,7 @@ class NCF(nn.Module):
 
 
 @register_task
-class MovieLens(Task):
+class MovieLens(DiscreteTask):
     """MovieLens latest-small (embedded) or MovieLens-20M (`data_root`), clicks with NCF-MLP.
 
     Options: `n_train`, `n_aux`, `n_test` (first n of each fixed, shuffled split),
@@ -103,7 +103,6 @@ class MovieLens(Task):
     num_classes = 2
     input_shape = (2,)
     data_range = (0.0, 1.0)  # unused for ids; reconstruction is scored by id recovery
-    public_ids = ()  # every id is private
 
     def __init__(
         self,
@@ -113,42 +112,17 @@ class MovieLens(Task):
         data_root: str | None = None,
         train_epochs: int = 2,
     ) -> None:
-        for key, value in (("n_train", n_train), ("n_aux", n_aux), ("n_test", n_test)):
-            if value is not None and value < 1:
-                raise ConfigError(f"task movielens: {key} must be >= 1, got {value}")
-        if train_epochs < 1:
-            raise ConfigError("task movielens: train_epochs must be >= 1")
-        self.n_train, self.n_aux, self.n_test = n_train, n_aux, n_test
+        self._init_sizes(n_train, n_aux, n_test, train_epochs)
         self.data_root = data_root or os.environ.get("BENCH_MOVIELENS_ROOT")
-        self.train_epochs = train_epochs
-        self._splits: Splits | None = None
-        self._fingerprint: str | None = None
 
     def config(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "n_train": self.n_train,
-            "n_aux": self.n_aux,
-            "n_test": self.n_test,
-            "full": self.data_root is not None,
-            "train_epochs": self.train_epochs,
-        }
+        return {**self._size_config(), "full": self.data_root is not None}
 
     def splits(self) -> Splits:
         if self._splits is None:
             full, self.n_rows = _full(self.data_root)
-            self._splits = Splits(
-                full.train.head(self.n_train or len(full.train)),
-                full.aux.head(self.n_aux or len(full.aux)),
-                full.test.head(self.n_test or len(full.test)),
-            )
+            self._splits = self._heads(full)
         return self._splits
-
-    def data_fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = super().data_fingerprint()
-        return self._fingerprint
 
     def model(self, arch: str = "default") -> nn.Module:
         if arch != "default":

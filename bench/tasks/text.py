@@ -27,10 +27,10 @@ from tqdm.auto import tqdm
 
 from bench.errors import ConfigError
 from bench.hashing import files_digest, seeded_init
-from bench.protocols import DataSplit, FitContext, Splits, Task
+from bench.protocols import DataSplit, FitContext, Splits
 from bench.registry import register_task
 from bench.tasks import sources
-from bench.tasks.discrete import ENCODE_BATCH, EmbeddingSplit
+from bench.tasks.discrete import ENCODE_BATCH, DiscreteTask, EmbeddingSplit
 from bench.tasks.transformer_split import (
     EMBEDDED,
     SPLITS,
@@ -91,7 +91,7 @@ class TextClassifier(nn.Module):
 
 
 @register_task
-class SST2(Task):
+class SST2(DiscreteTask):
     """Binary sentence sentiment: Rotten Tomatoes snippets (embedded) or GLUE SST-2.
 
     Options: `n_train`, `n_aux`, `n_test` (first n of each fixed split), `data_root` (GLUE
@@ -117,36 +117,23 @@ class SST2(Task):
         split: str = "early",
         train_epochs: int = 30,
     ) -> None:
-        for key, value in (("n_train", n_train), ("n_aux", n_aux), ("n_test", n_test)):
-            if value is not None and value < 1:
-                raise ConfigError(f"task sst2: {key} must be >= 1, got {value}")
+        self._init_sizes(n_train, n_aux, n_test, train_epochs)
         if not (isinstance(max_length, int) and 4 <= max_length <= 512):
             raise ConfigError(
                 f"task sst2: max_length must be an integer in [4, 512], got {max_length}"
             )
         if split not in SPLITS:
             raise ConfigError(f"task sst2: split must be one of {', '.join(SPLITS)}, got {split!r}")
-        if train_epochs < 1:
-            raise ConfigError("task sst2: train_epochs must be >= 1")
-        self.n_train, self.n_aux, self.n_test = n_train, n_aux, n_test
         self.data_root = data_root or os.environ.get("BENCH_SST2_ROOT")
         self.model_name, self.max_length, self.split = model, max_length, split
-        self.train_epochs = train_epochs
         self.input_shape = (max_length,)
-        self._splits: Splits | None = None
-        self._fingerprint: str | None = None
 
     def config(self) -> dict[str, Any]:
         return {
-            "name": self.name,
-            "version": self.version,
-            "n_train": self.n_train,
-            "n_aux": self.n_aux,
-            "n_test": self.n_test,
+            **self._size_config(),
             "model": self.model_name,
             "max_length": self.max_length,
             "split": self.split,
-            "train_epochs": self.train_epochs,
         }
 
     @property
@@ -157,23 +144,13 @@ class SST2(Task):
 
     def splits(self) -> Splits:
         if self._splits is None:
-            full = _tokenized(self.data_root, self.model_name, self.max_length)
-            self._splits = Splits(
-                full.train.head(self.n_train or len(full.train)),
-                full.aux.head(self.n_aux or len(full.aux)),
-                full.test.head(self.n_test or len(full.test)),
-            )
+            self._splits = self._heads(_tokenized(self.data_root, self.model_name, self.max_length))
         return self._splits
 
     def sentences(self, ids: torch.Tensor) -> list[str]:
         """Token ids back to text (special and padding tokens dropped), for leaderboards."""
         tokenizer = load_backbone(self.model_name)[1]
         return tokenizer.batch_decode(ids.tolist(), skip_special_tokens=True)
-
-    def data_fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = super().data_fingerprint()
-        return self._fingerprint
 
     def _cut(self, head: nn.Linear, last_block: int) -> EmbeddingSplit:
         net, _ = load_backbone(self.model_name)
