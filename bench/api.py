@@ -43,9 +43,16 @@ def write_suite_leaderboard(
         out_dir,
         code_version=code_version,
         generated_at=generated_at,
+        utility_metrics=task_utility_metrics(suite),
         examples=reconstruction_examples(jobs, store),
         sentences=sentence_examples(jobs, store),
     )
+
+
+def task_utility_metrics(suite: Suite) -> dict[str, str]:
+    """Each task's declared utility metric (auc for movielens), so the leaderboard shows
+    it rather than guessing from the stored metrics."""
+    return {t.name: make_task(t.name, t.params).utility_metric for t in suite.tasks}
 
 
 def reconstruction_examples(

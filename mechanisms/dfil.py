@@ -115,4 +115,5 @@ class DFIL(FisherSplitMechanism):
 
     def guarantee(self) -> Guarantee:
         params = {"inv_dfil": float(self.params["inv_dfil"]), **self._bound_params()}
-        return Guarantee("dfil", params, "mse/input")
+        space = "mse/embedding" if self.embedding_table() is not None else "mse/input"
+        return Guarantee("dfil", params, space)

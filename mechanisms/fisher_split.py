@@ -303,7 +303,7 @@ class FisherSplitMechanism(Mechanism):
         return self._client
 
     def embedding_table(self) -> torch.Tensor | None:
-        return self._table
+        return getattr(self, "_table", None)  # None before fit and on continuous tasks
 
     def noise(self) -> NoiseModel:
         return NoiseModel("gaussian", self._sigma)
