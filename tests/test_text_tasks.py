@@ -100,11 +100,11 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"task": task, "splits": task.splits(), "cache": cache, "identity": identity}
 
 
-def _evaluate(mech, fitted: dict, n_attacked: int = 4) -> dict[str, float]:
+def _evaluate(mech, fitted: dict, n_attacked: int = 4, steps: int = 300) -> dict[str, float]:
     task, splits = fitted["task"], fitted["splits"]
     release = mech.release(splits.test.x, torch.Generator().manual_seed(1))
     out = {k: v.value for k, v in utility_metrics(task, mech, release, splits.test.y, "m").items()}
-    attack = ATTACKS.get("lookup")(max_steps=300)
+    attack = ATTACKS.get("lookup")(max_steps=steps)
     attack.fit(mech, task, splits.aux, FitContext(2, fitted["cache"]))
     x = splits.test.x[:n_attacked]
     release = mech.release(x, torch.Generator().manual_seed(3))
@@ -126,7 +126,7 @@ def test_lookup_recovers_tokens_unprotected_not_under_noise(fitted: dict) -> Non
     late = make_task("sst2", {**TINY, "split": "late"})
     noisy = MECHANISMS.get("gauss-input")(eps=1.0, r=0.3)
     noisy.fit(late, late.splits(), FitContext(0, fitted["cache"]))
-    protected = _evaluate(noisy, {**fitted, "task": late})
+    protected = _evaluate(noisy, {**fitted, "task": late}, n_attacked=2, steps=150)
     print(f"sst2 clear {clear}\nlate, sigma {noisy.noise().scale:.3f} {protected}")
     assert protected["top1"] < clear["top1"] - 0.3
     assert protected["accuracy"] > majority
@@ -140,7 +140,7 @@ def test_dfil_calibrates_on_the_embedding_layer_input(fitted: dict) -> None:
     d = 16 * 384
     assert mech._input_dim == d
     assert mech.noise().scale == pytest.approx((100.0 * mech._mean_tr / d) ** 0.5, rel=1e-9)
-    protected = _evaluate(mech, fitted)
+    protected = _evaluate(mech, fitted, n_attacked=2, steps=150)
     print(f"sst2 dfil 1/dFIL=100 sigma {mech.noise().scale:.2f} {protected}")
     assert protected["top1"] < 0.3
 
