@@ -28,9 +28,7 @@ class LookupAttack(EncoderInversion):
                 f"attack lookup needs an embedding table; mechanism {mechanism.name} has none"
             )
         self.table = table.detach().float()
-        super().fit(mechanism, task, aux, ctx)
-        # The attack optimises embeddings, not ids: one D-vector per input position.
-        self.input_shape = (*self.input_shape, self.table.shape[1])
+        super().fit(mechanism, task, aux, ctx)  # optimises embeddings: (*input_shape, D)
 
     def initial(self, n: int) -> torch.Tensor:
         """Start at the mean embedding plus N(0, init_std^2) jitter."""

@@ -42,6 +42,10 @@ class EncoderInversion(Attack):
         self.encoder = encoder.eval().requires_grad_(False)
         self.noise: NoiseModel | None = mechanism.noise()
         self.input_shape = tuple(aux.x.shape[1:])
+        table = mechanism.embedding_table()
+        if task.modality in ("ids", "text") and table is not None:
+            # Discrete inputs: the encoder takes embeddings, one D-vector per input position.
+            self.input_shape = (*self.input_shape, int(table.shape[1]))
         self.data_range = task.data_range
         self.generator = ctx.generator(f"{self.name}-init")
         self.fit_prior(task, aux)
@@ -113,6 +117,7 @@ class OptimizationAttack(EncoderInversion):
     error is what the Cramer-Rao bound speaks about."""
 
     name = "optimization"
+    modalities = frozenset({"image", "tabular", "vector", "ids", "text"})
 
 
 def total_variation(x: torch.Tensor) -> torch.Tensor:

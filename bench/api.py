@@ -9,16 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from bench import __version__
 from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
-from bench.leaderboard import build_rows, write_leaderboard
+from bench.leaderboard import SentenceExample, build_rows, write_leaderboard
 from bench.provenance import attach_provenance
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
-from bench.suite import Suite, load_suite
+from bench.suite import Suite, load_suite, make_task
 from bench.validation import attach_expected_failures
 
 
@@ -43,8 +44,16 @@ def write_suite_leaderboard(
         out_dir,
         code_version=code_version,
         generated_at=generated_at,
+        utility_metrics=task_utility_metrics(suite),
         examples=reconstruction_examples(jobs, store),
+        sentences=sentence_examples(jobs, store),
     )
+
+
+def task_utility_metrics(suite: Suite) -> dict[str, str]:
+    """Each task's declared utility metric (auc for movielens), so the leaderboard shows
+    it rather than guessing from the stored metrics."""
+    return {t.name: make_task(t.name, t.params).utility_metric for t in suite.tasks}
 
 
 def reconstruction_examples(
@@ -59,7 +68,29 @@ def reconstruction_examples(
             params = ", ".join(f"{k}={v}" for k, v in sorted(job.params.items()))
             label = f"{job.mechanism}({params})\n{job.attack}"
             ex = stored[job.hash]
-            out.setdefault(job.task, []).append((label, ex["x"], ex["x_hat"]))
+            if ex["x"].dtype.kind == "f":  # images; token ids go to sentence_examples
+                out.setdefault(job.task, []).append((label, ex["x"], ex["x_hat"]))
+    return out
+
+
+def sentence_examples(jobs: list[Job], store: ResultStore) -> dict[str, list[SentenceExample]]:
+    """Per text task, (row label, original sentences, reconstructed sentences) of every
+    attack job of seed 0, decoded with the task's tokenizer."""
+    first = [j for j in jobs if j.attack is not None and j.seed == 0]
+    stored = store.examples([j.hash for j in first])
+    out: dict[str, list[SentenceExample]] = {}
+    for job in sorted(first, key=lambda j: (j.task, j.mechanism, canonical_json(j.params))):
+        ex = stored.get(job.hash)
+        if ex is None or ex["x"].dtype.kind == "f":
+            continue
+        task = make_task(job.task, job.task_options)
+        decode = getattr(task, "sentences", None)
+        if decode is None:
+            continue
+        params = ", ".join(f"{k}={v}" for k, v in sorted(job.params.items()))
+        label = f"{job.mechanism}({params}) / {job.attack}"
+        pair = (label, decode(torch.from_numpy(ex["x"])), decode(torch.from_numpy(ex["x_hat"])))
+        out.setdefault(job.task, []).append(pair)
     return out
 
 

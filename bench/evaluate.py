@@ -31,6 +31,7 @@ from bench.suite import make_task
 
 DISCRETE = frozenset({"ids", "text"})
 N_EXAMPLES = 8  # reconstructions kept per attack job for the leaderboard's grids
+N_SENTENCES = 3  # reconstructed sentences kept per attack job of a text task
 # Privacy audit on leaderboard rows (bench.certify.audit): draws per side for evaluation
 # and for choosing the test; 20k draws detect violations up to eps ~ 8.5 at 95%.
 AUDIT_DRAWS, AUDIT_SELECT = 20_000, 4_000
@@ -112,11 +113,18 @@ def reconstruction_metrics(
     return out
 
 
-def recovery_metrics(x: torch.Tensor, ranks: torch.Tensor) -> dict[str, MetricResult]:
-    """Discrete inputs: per-sample fraction of ids recovered at rank 1 and within rank 5."""
+def recovery_metrics(
+    x: torch.Tensor, ranks: torch.Tensor, public_ids: tuple[int, ...] = ()
+) -> dict[str, MetricResult]:
+    """Discrete inputs: per-sample fraction of ids recovered at rank 1 and within rank 5,
+    over the positions whose id is private (not in `public_ids`, e.g. a tokenizer's [CLS],
+    [SEP] and [PAD], which every input carries and the attacker knows)."""
     hits = ranks == x.unsqueeze(-1)
-    top1 = hits[..., 0].float().reshape(len(x), -1).mean(1)
-    top5 = hits[..., :5].any(-1).float().reshape(len(x), -1).mean(1)
+    counted = ~torch.isin(x, torch.tensor(public_ids, dtype=x.dtype))
+    counted = counted.reshape(len(x), -1).float()
+    total = counted.sum(1).clamp_min(1.0)
+    top1 = (hits[..., 0].reshape(len(x), -1).float() * counted).sum(1) / total
+    top5 = (hits[..., :5].any(-1).reshape(len(x), -1).float() * counted).sum(1) / total
     return {"top1": summarize(top1.double().numpy()), "top5": summarize(top5.double().numpy())}
 
 
@@ -128,6 +136,20 @@ def prior_guess(task: Task, aux: torch.Tensor) -> torch.Tensor:
     return aux.float().mean(0)
 
 
+def ranks_ids(attack: Attack) -> bool:
+    """Whether the attack ranks discrete candidates (overrides Attack.ranked)."""
+    return type(attack).ranked is not Attack.ranked
+
+
+class _EmbeddingView:
+    """A discrete task seen through its embeddings: continuous ("vector") modality."""
+
+    modality = "vector"
+
+    def __init__(self, task: Task) -> None:
+        self.data_range = task.data_range
+
+
 def attack_metrics(
     task: Task,
     attack: Attack,
@@ -135,14 +157,26 @@ def attack_metrics(
     x: torch.Tensor,
     aux: torch.Tensor,
     may_abstain: bool,
+    embeddings: torch.Tensor | None = None,
 ) -> tuple[dict[str, MetricResult], torch.Tensor]:
     """Reconstruct, check the output, and score it over released samples and, for
-    mechanisms that may abstain, over all samples with the prior guess for ⊥."""
+    mechanisms that may abstain, over all samples with the prior guess for ⊥. On a discrete
+    task, an attack that does not rank ids is scored in the `embeddings` table's space."""
     who = f"attack {attack.name}"
+    if task.modality in DISCRETE and embeddings is not None and not ranks_ids(attack):
+        # A continuous attack on a discrete task reconstructs the embeddings: score it
+        # against the true embeddings (the space dFIL bounds speak about).
+        x, aux = embeddings[x], embeddings[aux]
+        task = _EmbeddingView(task)  # type: ignore[assignment]
     if task.modality in DISCRETE:
         ranks = attack.ranked(release, 5)
         _check_tensor(ranks[..., 0].float(), tuple(x.shape), f"{who}: ranked()")
-        x_hat, score = ranks[..., 0], recovery_metrics
+        x_hat = ranks[..., 0]
+        public_ids = tuple(getattr(task, "public_ids", ()))
+
+        def score(a: torch.Tensor, b: torch.Tensor) -> dict[str, MetricResult]:
+            return recovery_metrics(a, b, public_ids)
+
         outputs = ranks
     else:
         x_hat = attack.reconstruct(release)
@@ -208,16 +242,28 @@ def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
     t0 = time.perf_counter()
     attack_ctx = FitContext(derive_seed(job.seed, "attack"), cache, progress)
     attack.fit(queried, task, splits.aux, attack_ctx)  # type: ignore[arg-type]
-    metrics, x_hat = attack_metrics(task, attack, release, target.x, splits.aux.x, mech.may_abstain)
+    table = mech.embedding_table()
+    metrics, x_hat = attack_metrics(
+        task, attack, release, target.x, splits.aux.x, mech.may_abstain, table
+    )
     metrics["attack_s"] = scalar(time.perf_counter() - t0)
-    metrics.update(mech.bound_metrics(attack, target.x, x_hat, release))
+    # Bounds speak about what the attack reconstructed: embeddings, for a continuous attack
+    # on a discrete task.
+    x_true = target.x if table is None or ranks_ids(attack) else table[target.x]
+    metrics.update(mech.bound_metrics(attack, x_true, x_hat, release))
     metrics["release_rate"] = summarize(release.released.double().numpy())
     examples = _examples(task, target.x, x_hat)
     return JobOutcome(metrics, mech.guarantee().to_dict(), time.perf_counter() - start, examples)
 
 
 def _examples(task: Task, x: torch.Tensor, x_hat: torch.Tensor) -> dict[str, np.ndarray] | None:
-    """The first few originals and reconstructions of an image task, for grid figures."""
+    """The first few originals and reconstructions of an image task, for grid figures, or
+    the token ids of a text task's first sentences (shown decoded in the leaderboard)."""
+    if task.modality == "text":
+        if x_hat.is_floating_point():  # embeddings from a continuous attack: no sentences
+            return None
+        n = min(N_SENTENCES, len(x))
+        return {"x": x[:n].numpy().astype(np.int64), "x_hat": x_hat[:n].numpy().astype(np.int64)}
     if task.modality != "image":
         return None
     n = min(N_EXAMPLES, len(x))

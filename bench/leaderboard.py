@@ -26,6 +26,7 @@ from bench.metrics import METRICS, MetricResult
 from bench.metrics.stats import aggregate_seeds
 from bench.plots_dfil import write_dfil_plots
 
+SentenceExample = tuple[str, list[str], list[str]]  # (row label, originals, reconstructions)
 ROW_KEYS = ("task", "mechanism", "params", "guarantee", "attack", "seeds", "metrics")
 TOP_KEYS = ("suite", "suite_version", "generated_at", "code_version", "rows")
 CSV_COLUMNS = (
@@ -465,8 +466,10 @@ def leaderboard_markdown(
     code_version: str,
     generated_at: str,
     utility_metrics: dict[str, str] | None = None,
+    sentences: dict[str, list[SentenceExample]] | None = None,
 ) -> str:
-    """A reviewer-facing view: per task one table of mechanisms with CIs and seed counts."""
+    """A reviewer-facing view: per task one table of mechanisms with CIs and seed counts,
+    and for text tasks a few sentences as each attack reconstructed them (seed 0)."""
     lines = [
         f"# Leaderboard: {suite} (version {suite_version})",
         "",
@@ -495,6 +498,7 @@ def leaderboard_markdown(
         waived = _expected_failure_lines(task_rows)
         if waived:
             lines += ["", "Declared expected failures of `bench validate` checks:", "", *waived]
+        lines += _sentence_lines((sentences or {}).get(task, []))
     return "\n".join(lines) + "\n"
 
 
@@ -505,6 +509,25 @@ def _expected_failure_lines(rows: list[dict[str, Any]]) -> list[str]:
         for check, reason in (row.get("expected_failures") or {}).items():
             seen[(row["mechanism"], check)] = reason
     return [f"- `{m}`: `{check}`: {_md_escape(why)}" for (m, check), why in sorted(seen.items())]
+
+
+def _sentence_lines(examples: list[SentenceExample]) -> list[str]:
+    """Markdown: each attack's reconstructions of the first test sentences, under the
+    originals (reconstructions of the same sentences in every row)."""
+    if not examples:
+        return []
+    originals = examples[0][1]
+    lines = ["", "Reconstructed sentences (seed 0):", ""]
+    lines += [f"- original {i + 1}: `{_code_text(s)}`" for i, s in enumerate(originals)]
+    for label, _, recovered in examples:
+        lines += ["", f"{label}:", ""]
+        lines += [f"- {i + 1}: `{_code_text(s)}`" for i, s in enumerate(recovered)]
+    return lines
+
+
+def _code_text(sentence: str) -> str:
+    """A sentence safe inside Markdown inline code (no backticks, one line)."""
+    return " ".join(sentence.replace("`", "'").split()) or "(empty)"
 
 
 def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -624,11 +647,13 @@ def write_leaderboard(
     generated_at: str | None = None,
     utility_metrics: dict[str, str] | None = None,
     examples: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] | None = None,
+    sentences: dict[str, list[SentenceExample]] | None = None,
 ) -> list[Path]:
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
     (label, x, x_hat), plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil`
-    (bench.plots_dfil), and last index.html, the static page that shows them all.
+    (bench.plots_dfil), and last index.html, the static page that shows them all. Text tasks'
+    reconstructed `sentences` (label, originals, reconstructions) go into the Markdown.
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
@@ -645,7 +670,9 @@ def write_leaderboard(
         _atomic_write_text(out_dir / "leaderboard.csv", leaderboard_csv(rows)),
         _atomic_write_text(
             out_dir / "leaderboard.md",
-            leaderboard_markdown(suite, suite_version, rows, code_version, stamp, utility_metrics),
+            leaderboard_markdown(
+                suite, suite_version, rows, code_version, stamp, utility_metrics, sentences
+            ),
         ),
     ]
     for task, task_rows in _rows_by_task(rows).items():

@@ -1,4 +1,5 @@
-"""Shared base for mechanisms that release (a noisy copy of) the input itself."""
+"""Shared base for mechanisms that release (a noisy copy of) the input itself, or, for
+discrete inputs (token or user / movie ids), of the task's split intermediate."""
 
 from __future__ import annotations
 
@@ -8,18 +9,31 @@ from torch import nn
 from bench.protocols import FitContext, Mechanism, NoiseModel, Release, Splits, Task
 from bench.training import predict_scores, utility_model
 
+DISCRETE = frozenset({"ids", "text"})
+
 
 class InputSpaceMechanism(Mechanism):
     """Release x + noise; the server classifies the release with the task's utility model.
 
-    The encoder is the identity, so white-box attacks see the noise model directly.
+    The encoder is the identity, so white-box attacks see the noise model directly. On a
+    discrete task the release is the split intermediate of the task's model on the
+    looked-up embeddings, plus noise (`discrete_fit`).
     """
 
     modalities = frozenset({"image", "tabular", "vector"})
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         self.task = task
+        if task.modality in DISCRETE:
+            self.discrete_fit(task, ctx)
+            return
         self.model = utility_model(task, ctx)
+        self._noise = self.calibrate(task)
+
+    def discrete_fit(self, task: Task, ctx: FitContext) -> None:
+        """Take the task's trained split model (bench.tasks.discrete.EmbeddingSplit)."""
+        self._split = task.split_model(ctx)  # type: ignore[attr-defined]
+        self.model = self._split.server
         self._noise = self.calibrate(task)
 
     def calibrate(self, task: Task) -> NoiseModel | None:
@@ -27,16 +41,22 @@ class InputSpaceMechanism(Mechanism):
         return None
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
-        values = x.clone()
+        split = getattr(self, "_split", None)
+        values = x.clone() if split is None else split.encode(x)
         if self._noise is not None:
-            values = values + self._noise.sample(x.shape, generator)
+            values = values + self._noise.sample(values.shape, generator)
         return Release.all_released(values)
 
     def predict(self, release: Release) -> torch.Tensor:
         return predict_scores(self.model, release.values)
 
     def encoder(self) -> nn.Module:
-        return nn.Identity()
+        split = getattr(self, "_split", None)
+        return nn.Identity() if split is None else split.client
+
+    def embedding_table(self) -> torch.Tensor | None:
+        split = getattr(self, "_split", None)
+        return None if split is None else split.table
 
     def noise(self) -> NoiseModel | None:
         return self._noise

@@ -27,6 +27,7 @@ from bench.registry import register_mechanism
 from mechanisms.dfil_training import SplitTraining, train_split
 from mechanisms.fisher_split import FisherSplitMechanism, check_number, module_digest
 from mechanisms.smooth_nets import SplitModel
+from mechanisms.split_tuning import noise_tuned_server
 
 
 @register_mechanism
@@ -34,6 +35,7 @@ class DFIL(FisherSplitMechanism):
     """Split inference calibrated to a target 1/dFIL (`inv_dfil`): the unbiased MSE floor."""
 
     name = "dfil"
+    modalities = frozenset({"image", "vector", "ids", "text"})
     defaults: ClassVar[dict[str, Any]] = {
         **FisherSplitMechanism.defaults,
         "inv_dfil": 10.0,
@@ -96,9 +98,22 @@ class DFIL(FisherSplitMechanism):
         model.load_state_dict(ctx.cache.get_or_build(recipe, build))
         return model.eval()
 
+    def _fit_discrete(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        """The task's split model calibrated on embeddings; `noise_aware` tunes the server
+        on noisy train intermediates (the client stays the pretrained / trained one)."""
+        p = self.params
+        if p["compression"] or p["snr_reg"]:
+            raise ConfigError(
+                f"mechanism dfil: compression and snr_reg are not available on {task.name}"
+            )
+        super()._fit_discrete(task, splits, ctx)
+        if p["noise_aware"]:
+            self._server = noise_tuned_server(task, self._split, self.noise(), ctx)
+
     def calibrate(self, mean_trace: float) -> float:
         return sigma_for_target(mean_trace, float(self.params["inv_dfil"]), self._input_dim)
 
     def guarantee(self) -> Guarantee:
         params = {"inv_dfil": float(self.params["inv_dfil"]), **self._bound_params()}
-        return Guarantee("dfil", params, "mse/input")
+        space = "mse/embedding" if self.embedding_table() is not None else "mse/input"
+        return Guarantee("dfil", params, space)

@@ -59,6 +59,8 @@ CODE = [  # the code an artifact of these mechanisms depends on (part of every c
 ]
 SCORE_FIT_SAMPLES = 4000  # training samples the score model is fitted on (then 1,000 held out)
 UNBIASED_ATTACKS = frozenset({"optimization"})
+DISCRETE = frozenset({"ids", "text"})
+EXACT_DISCRETE_DIM = 4096  # largest embedding input for per-sample exact traces in bounds
 
 
 def check_number(name: str, value: Any, integer: bool = False, allow_zero: bool = False) -> None:
@@ -187,7 +189,7 @@ class FisherSplitMechanism(Mechanism):
 
     # ------------------------------------------------------------ calibration
 
-    def _mean_trace(self, splits: Splits, ctx: FitContext) -> tuple[float, float]:
+    def _mean_trace(self, x: torch.Tensor, ctx: FitContext) -> tuple[float, float]:
         """Mean Tr(J^T J) over the first `calib_samples` training samples and its standard
         error (cached): exact traces, or unbiased subsampled ones (`calib_dirs` directions,
         the same draw for every sample). The error combines the spread over samples with the
@@ -195,7 +197,7 @@ class FisherSplitMechanism(Mechanism):
         not average out: its standard deviation in the mean is at most the mean of the
         per-sample standard errors (triangle inequality), which is what is added."""
         p = self.params
-        x = splits.train.x[: int(p["calib_samples"])]
+        x = x[: int(p["calib_samples"])]
         exact = p["calib_dirs"] == 0 or isinstance(self._client, nn.Linear)
         recipe = {
             "artifact": "dfil-calibration",
@@ -252,14 +254,33 @@ class FisherSplitMechanism(Mechanism):
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         self._cache = ctx.cache
+        self._prior: PriorTerm | None = None  # computed when a bound or the claim needs it
+        self._table: torch.Tensor | None = None
+        if task.modality in DISCRETE:
+            self._fit_discrete(task, splits, ctx)
+            return
         self._input_dim = math.prod(task.input_shape)
         model = self.build_model(task, splits, ctx)
         self._client = model.client.eval().requires_grad_(False)
         self._server = model.server.eval()
-        self._mean_tr, self._mean_tr_se = self._mean_trace(splits, ctx)
+        self._mean_tr, self._mean_tr_se = self._mean_trace(splits.train.x, ctx)
         self._sigma = self.calibrate(self._mean_tr)
-        self._prior: PriorTerm | None = None  # computed when a bound or the claim needs it
         self._prior_source = (task, splits, ctx)
+
+    def _fit_discrete(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        """Token / id inputs: the task's trained split model, cut at `split` (sst2; movielens
+        has one split, after the first linear layer). dFIL is taken with respect to the
+        embedding-layer input, the looked-up embeddings (N, *input_shape, D): the noise is
+        calibrated on the embeddings of train inputs (the paper's text and NCF setting)."""
+        split = task.split_model(ctx, self.params["split"])  # type: ignore[attr-defined]
+        self._split = split
+        self._table = split.table
+        self._client = split.client.eval().requires_grad_(False)
+        self._server = split.server.eval()
+        self._input_dim = math.prod(task.input_shape) * int(split.table.shape[1])
+        calibration = split.table[splits.train.x[: int(self.params["calib_samples"])]]
+        self._mean_tr, self._mean_tr_se = self._mean_trace(calibration, ctx)
+        self._sigma = self.calibrate(self._mean_tr)
 
     def prior_term(self) -> PriorTerm:
         """The van Trees prior term of the task's data (computed once, cached)."""
@@ -268,6 +289,9 @@ class FisherSplitMechanism(Mechanism):
         return self._prior
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        if self._table is not None:
+            e = self._split.encode(x)
+            return Release.all_released(e + self.noise().sample(e.shape, generator))
         with torch.no_grad():
             e = torch.cat([self._client(x[i : i + 512]) for i in range(0, len(x), 512)])
         return Release.all_released(e + self.noise().sample(e.shape, generator))
@@ -277,6 +301,9 @@ class FisherSplitMechanism(Mechanism):
 
     def encoder(self) -> nn.Module:
         return self._client
+
+    def embedding_table(self) -> torch.Tensor | None:
+        return getattr(self, "_table", None)  # None before fit and on continuous tasks
 
     def noise(self) -> NoiseModel:
         return NoiseModel("gaussian", self._sigma)
@@ -316,8 +343,17 @@ class FisherSplitMechanism(Mechanism):
     def bound_metrics(
         self, attack: Attack, x: torch.Tensor, x_hat: torch.Tensor, release: Release
     ) -> dict[str, MetricResult]:
-        """Cramer-Rao per sample for the unbiased attack, van Trees for the others."""
+        """Cramer-Rao per sample for the unbiased attack, van Trees for the others. On a
+        discrete task only Cramer-Rao, for an attack reconstructing embeddings (ids have no
+        MSE), where the exact per-sample trace is affordable (d <= EXACT_DISCRETE_DIM); no
+        van Trees there: a score model of the embedding distribution is not fitted."""
         queries = int(attack.params.get("queries", 1))
+        if self._table is not None:
+            continuous = type(attack).ranked is Attack.ranked
+            if not (continuous and attack.name in UNBIASED_ATTACKS):
+                return {}
+            if self._input_dim > EXACT_DISCRETE_DIM:
+                return {}
         if attack.name in UNBIASED_ATTACKS:
             dfil = self.dfil_of(self.sample_traces(x), queries)
             return cramer_rao_check(x, x_hat, self.unbiased_bound(dfil, queries))
@@ -327,7 +363,7 @@ class FisherSplitMechanism(Mechanism):
     def _bound_params(self) -> dict[str, float]:
         """The van Trees prior term Tr(J(f_pi))/d, its standard error and the misfit of the
         score model (bench.certify.score_matching), once fitted."""
-        if not hasattr(self, "_prior_source"):
+        if not hasattr(self, "_prior_source") or self._table is not None:
             return {}
         prior = self.prior_term()
         return {"prior_term": prior.value, "prior_term_se": prior.se, "prior_term_gap": prior.gap}

@@ -12,6 +12,7 @@ class Identity(InputSpaceMechanism):
     """Releases the input unchanged (utility ceiling, attack floor)."""
 
     name = "identity"
+    modalities = frozenset({"image", "tabular", "vector", "ids", "text"})
 
     def guarantee(self) -> Guarantee:
         return Guarantee("none")

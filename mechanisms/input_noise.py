@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from bench.errors import ConfigError
 from bench.protocols import FitContext, Guarantee, NoiseModel, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms.base import InputSpaceMechanism
+from mechanisms.base import DISCRETE, InputSpaceMechanism
 from mechanisms.calibration import check_privacy_params, gaussian_sigma, laplace_scale
 from mechanisms.ip_models import check_model_params, ip_model
+from mechanisms.split_tuning import noise_tuned_server
 
 
 @register_mechanism
@@ -51,9 +53,15 @@ class GaussInput(InputSpaceMechanism):
     1-Lipschitz network, for comparison with gauss-output on the same model). With
     `finetune`, that model is first fine-tuned on train inputs carrying the calibrated noise
     (the IP paper's noise-tuned ResNet-18); privacy is unchanged (post-processing, Prop. 1).
+
+    On a discrete task (token or user / movie ids) the noise is added to the task's split
+    intermediate (sst2: hidden states after the split block; movielens: the first linear
+    layer's output), so the claim is over l2 in that space ("l2/split"); `finetune` then
+    tunes the server part on noisy train intermediates (mechanisms.split_tuning).
     """
 
     name = "gauss-input"
+    modalities = frozenset({"image", "tabular", "vector", "ids", "text"})
     defaults: ClassVar[dict[str, Any]] = {
         "eps": 1.0,
         "delta": 1e-5,
@@ -68,6 +76,13 @@ class GaussInput(InputSpaceMechanism):
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         self.task = task
+        if task.modality in DISCRETE:  # noise on the split intermediate of the task's model
+            if self.params["model"] != "cnn":
+                raise ConfigError(f"mechanism gauss-input: model does not apply to {task.name}")
+            self.discrete_fit(task, ctx)
+            if self.params["finetune"]:
+                self.model = noise_tuned_server(task, self._split, self._noise, ctx)
+            return
         self._noise = self.calibrate(task)
         tuning_noise = self._noise if self.params["finetune"] else None
         self.model = ip_model(task, ctx, self.params["model"], tuning_noise, "input")
@@ -82,5 +97,5 @@ class GaussInput(InputSpaceMechanism):
         return Guarantee(
             "ip",
             {"eps": float(p["eps"]), "delta": float(p["delta"]), "radius": float(p["r"])},
-            "l2/input",
+            "l2/split" if getattr(self, "_split", None) is not None else "l2/input",
         )

