@@ -388,6 +388,7 @@ class LipschitzResult:
     solver: str | None = None
     seconds: float = 0.0
     status: str = "optimal"
+    argmax: np.ndarray | None = None  # the MILP incumbent's input point, if any
 
 
 def local_lipschitz(
@@ -414,10 +415,10 @@ def local_lipschitz(
     result = build_milp(net, c, radius, out_norm).solve(
         time_limit=time_limit, solver=solver, threshold=threshold
     )
-    return _from_milp(result, ub, lb)
+    return _from_milp(result, ub, lb, net.in_dim)
 
 
-def _from_milp(result: MILPResult, ub: float, lb: float) -> LipschitzResult:
+def _from_milp(result: MILPResult, ub: float, lb: float, in_dim: int) -> LipschitzResult:
     if result.status in ("infeasible", "unbounded", "error"):
         return LipschitzResult(
             ub, lb, False, "bounds", result.solver, result.seconds, result.status
