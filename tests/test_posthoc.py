@@ -11,6 +11,7 @@ import torch
 from scipy.stats import binomtest
 
 from bench.cache import ArtifactCache
+from bench.certify.audit import audit_mechanism
 from bench.certify.local_lipschitz import ReluMLP, build_milp, local_lipschitz
 from bench.errors import ConfigError
 from bench.protocols import FitContext
@@ -84,7 +85,7 @@ def test_phi_is_zero_when_the_proposal_fails_at_r() -> None:
 def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[PosthocPTR, object]:
     task = make_task("mnist", {"n_train": 400, "n_aux": 50, "n_test": 50}, "<test>")
     cache = ArtifactCache(Path(tmp_path_factory.mktemp("cache")))
-    mech = PosthocPTR(eps=2.0, R=0.1, variant="arl-c-n", **TINY)
+    mech = PosthocPTR(eps=10.0, R=0.05, variant="arl-c-n", **TINY)
     mech.fit(task, task.splits(), FitContext(0, cache))
     return mech, task
 
@@ -92,15 +93,15 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[PosthocPTR, object
 def test_release_noise_scale_guarantee_and_bottom(fitted: tuple[PosthocPTR, object]) -> None:
     mech, task = fitted
     assert mech.noise().kind == "laplace"
-    assert mech.noise().scale == pytest.approx(mech.delta_p * 0.1 / 2.0)
+    assert mech.noise().scale == pytest.approx(mech.delta_p * 0.05 / 10.0)
     vals = mech.calibration["values"]
     assert mech.delta_p == pytest.approx(vals.mean() + 3 * vals.std())
     g = mech.guarantee()
     assert g.notion == "reconstruction" and g.distance == "linf/embedding"
-    assert g.params == {"eps": 4.0, "delta": 0.025, "radius": 0.1}
+    assert g.params == {"eps": 20.0, "delta": 0.025, "radius": 0.05}
     x = task.splits().test.x[:3]  # type: ignore[attr-defined]
     rel = mech.release(x, torch.Generator().manual_seed(1))
-    thr = abstain_threshold(2.0, 0.05, 0.1)
+    thr = abstain_threshold(10.0, 0.05, 0.05)
     assert torch.equal(rel.released, rel.meta["phi_hat"] > thr)
     assert torch.all(rel.meta["phi"] <= mech.cfg.r_max / 2)
     # the released values are f(g(x)) + Laplace(scale): residuals have mean |.| = scale
@@ -129,6 +130,18 @@ def test_never_releases_when_the_proposal_fails_except_with_prob_delta_over_2(
     finally:
         mech.cfg = cfg
         mech._phi_memo = {}
+
+
+def test_audit_reports_the_embedding_space_claim_as_not_audited(
+    fitted: tuple[PosthocPTR, object],
+) -> None:
+    """The audit builds input-space pairs; this claim is over l_inf in embedding space, so it
+    must be reported as not audited (never as a pass on the wrong neighbourhood)."""
+    mech, task = fitted
+    result = audit_mechanism(mech, task, 0, n_draws=100, n_select=100)  # type: ignore[arg-type]
+    assert not result.audited and result.passed
+    assert "linf/embedding" in result.reason
+    assert result.claimed_eps == 20.0 and result.delta == 0.025
 
 
 def test_bad_params_are_one_line_errors() -> None:
