@@ -97,6 +97,10 @@ class PosthocPTR(Mechanism):
     name = "posthoc-ptr"
     modalities = frozenset({"image"})
     may_abstain = True
+    expected_failures: ClassVar[dict[str, str]] = {
+        "check_time_budget": "each query solves exact local Lipschitz MILPs (binary search of "
+        "PTR): ~0.2-1 s per release on 2 cores, above the 100 ms budget (paper: 2 s/image)",
+    }
     defaults: ClassVar[dict[str, Any]] = {
         "eps": 1.0,
         "delta": 0.05,
