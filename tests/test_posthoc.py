@@ -40,6 +40,9 @@ def test_formulas() -> None:
     assert default_r_max(eps, delta, r) / 2 - abstain_threshold(eps, delta, r) == pytest.approx(
         4 * phi_noise_scale(eps, r)
     )
+    # large eps: the search interval [R, R_max] stays non-empty
+    assert default_r_max(50.0, 0.05, 0.1) == pytest.approx(0.2)
+    assert PTRConfig(50.0, 0.05, 0.1, 1.0, default_r_max(50.0, 0.05, 0.1)).levels >= 1
     with pytest.raises(ConfigError):
         PTRConfig(1.0, 0.05, 0.5, delta_p=-1.0, r_max=2.0)
     with pytest.raises(ConfigError):

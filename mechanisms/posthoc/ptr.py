@@ -64,8 +64,9 @@ def abstain_threshold(eps: float, delta: float, radius: float) -> float:
 
 
 def default_r_max(eps: float, delta: float, radius: float) -> float:
-    """Search ceiling: phi = R_max / 2 passes the test with probability >= 1 - e^-4 / 2."""
-    return 2.0 * (abstain_threshold(eps, delta, radius) + 4.0 * radius / eps)
+    """Search ceiling: phi = R_max / 2 passes the test with probability >= 1 - e^-4 / 2; at
+    least 2 R so the grid [R, R_max] is never empty (large eps)."""
+    return max(2.0 * (abstain_threshold(eps, delta, radius) + 4.0 * radius / eps), 2.0 * radius)
 
 
 def grid_levels(eps: float, radius: float, r_max: float) -> int:
