@@ -1,0 +1,377 @@
+"""Mechanisms `posthoc-ptr` (modified PTR on an obfuscator) and `ldp-embedding` (Laplace on
+the beta-VAE embedding), after Singh et al. 2023 and its supplement's Table 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from bench.certify import milp as milp_layer  # a module value: the job hash covers it
+from bench.certify.local_lipschitz import ReluMLP, local_lipschitz
+from bench.errors import ConfigError
+from bench.hashing import files_digest, seeded_init, tensor_digest
+from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
+from bench.registry import register_mechanism
+from mechanisms.calibration import check_privacy_params, laplace_scale
+from mechanisms.posthoc.models import (
+    VARIANTS,
+    BetaVAE,
+    classifier,
+    finetune_classifier,
+    train_obfuscator,
+    train_vae,
+)
+from mechanisms.posthoc.ptr import (
+    PTRConfig,
+    abstain_threshold,
+    compute_phi,
+    default_r_max,
+    phi_noise_scale,
+    release_scale,
+)
+
+_HERE = Path(__file__).parent
+_CODE = [
+    _HERE / "models.py",
+    _HERE / "ptr.py",
+    _HERE.parent.parent / "bench/certify/local_lipschitz.py",
+    _HERE.parent.parent / "bench/certify/milp.py",
+]
+
+
+def default_latent(task: Task) -> int:
+    """Embedding size of the supplement: 10 for faces, 8 for MNIST / FMNIST."""
+    return 10 if task.name == "faces" else 8
+
+
+def fit_embedder(task: Task, ctx: FitContext, latent: int, epochs: int) -> BetaVAE:
+    """The beta-VAE embedder trained on the task's train split (cached per seed)."""
+    train = task.splits().train
+    recipe = {
+        "artifact": "posthoc-vae",
+        "task": task.config(),
+        "data": task.data_fingerprint(),
+        "latent": latent,
+        "epochs": epochs,
+        "seed": ctx.seed,
+        "code": files_digest([_HERE / "models.py"]),
+    }
+
+    def build() -> dict[str, torch.Tensor]:
+        with seeded_init(ctx.seed, "posthoc-vae-init"):
+            vae = train_vae(train.x, latent, epochs, ctx.generator("posthoc-vae"))
+        return vae.state_dict()
+
+    vae = BetaVAE(int(train.x[0].numel()), latent)
+    vae.load_state_dict(ctx.cache.get_or_build(recipe, build))
+    vae.eval()
+    return vae
+
+
+class _Pipeline(nn.Module):
+    """x -> f(g(x)): the deterministic part of the release (white-box attacks use it)."""
+
+    def __init__(self, vae: BetaVAE, f: nn.Module) -> None:
+        super().__init__()
+        self.vae, self.f = vae, f
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.f(self.vae(x))
+
+
+@register_mechanism
+class PosthocPTR(Mechanism):
+    """Posthoc privacy: modified Propose-Test-Release on a trained obfuscator.
+
+    x -> z = g(x) (beta-VAE mean) -> f(z) (ReLU obfuscator, variant of paper Table 1) ->
+    ⊥ or f(z) + Lap(DeltaP R / eps) (mechanisms/posthoc/ptr.py, Alg. 1). DeltaP is
+    mean + 3 std of the exact local Lipschitz constant (l_inf -> l_1, MILP) of f over boxes
+    of radius R around TRAINING embeddings. Claim (Theorem 4.4): (2 eps, delta/2, R)-
+    reconstruction privacy over l_inf distance in embedding space.
+    """
+
+    name = "posthoc-ptr"
+    modalities = frozenset({"image"})
+    may_abstain = True
+    defaults: ClassVar[dict[str, Any]] = {
+        "eps": 1.0,
+        "delta": 0.05,
+        "R": 0.5,
+        "variant": "arl-c-n",
+        "alpha": 0.99,
+        "latent": 0,
+        "vae_epochs": 20,
+        "obf_epochs": 30,
+        "n_calib": 60,
+        "r_max": 0.0,
+        "time_limit": 10.0,
+        "solver": "auto",
+        "finetune_epochs": 5,
+    }
+
+    def check_params(self) -> None:
+        p = self.params
+        check_privacy_params(float(p["eps"]), float(p["delta"]), float(p["R"]))
+        if p["variant"] not in VARIANTS:
+            raise ConfigError(f"posthoc-ptr: variant must be one of {', '.join(VARIANTS)}")
+        if p["solver"] not in milp_layer.SOLVERS:
+            raise ConfigError(f"posthoc-ptr: solver must be one of {', '.join(milp_layer.SOLVERS)}")
+        if not 0 <= float(p["alpha"]) < 1:
+            raise ConfigError("posthoc-ptr: alpha (ARL weight) must lie in [0, 1)")
+        for key in ("vae_epochs", "obf_epochs", "n_calib"):
+            if not (isinstance(p[key], int) and p[key] >= 1):
+                raise ConfigError(f"posthoc-ptr: {key} must be a positive integer")
+        if float(p["r_max"]) and float(p["r_max"]) <= float(p["R"]):
+            raise ConfigError("posthoc-ptr: r_max must exceed R (or be 0 for the default)")
+
+    # ------------------------------------------------------------------ fit
+
+    def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        p = self.params
+        self.task, self.ctx = task, ctx
+        eps, delta, radius = float(p["eps"]), float(p["delta"]), float(p["R"])
+        latent = int(p["latent"]) or default_latent(task)
+        self.vae = fit_embedder(task, ctx, latent, int(p["vae_epochs"]))
+        train = splits.train
+        with torch.no_grad():
+            z_train = self.vae(train.x)
+        self.model_key = {
+            "task": task.config(),
+            "data": task.data_fingerprint(),
+            "seed": ctx.seed,
+            "latent": latent,
+            "vae_epochs": p["vae_epochs"],
+            "variant": p["variant"],
+            "alpha": p["alpha"],
+            "obf_epochs": p["obf_epochs"],
+            "code": files_digest([_HERE / "models.py"]),
+        }
+
+        def build_obf() -> dict[str, Any]:
+            with seeded_init(ctx.seed, "posthoc-obf-init"):
+                f, h = train_obfuscator(
+                    z_train,
+                    train.x,
+                    train.y,
+                    task.num_classes,
+                    str(p["variant"]),
+                    int(p["obf_epochs"]),
+                    ctx.generator("posthoc-obf"),
+                    alpha=float(p["alpha"]),
+                )
+            return {"f": f.state_dict(), "h": h.state_dict(), "out_dim": 8}
+
+        nets = ctx.cache.get_or_build(
+            {"artifact": "posthoc-obfuscator", **self.model_key}, build_obf
+        )
+        self.f = nn.Sequential(
+            nn.Linear(latent, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8)
+        )
+        self.f.load_state_dict(nets["f"])
+        self.f.eval()
+        self.h = classifier(8, task.num_classes)
+        self.h.load_state_dict(nets["h"])
+        self.relu_net = ReluMLP.from_module(self.f)
+        # 1. Proposal: mean + 3 std of L(f, N(z, R)) over TRAINING embeddings (the reference
+        # code used test samples, which would make DeltaP depend on the queries).
+        calib = ctx.cache.get_or_build(
+            {
+                "artifact": "posthoc-deltap",
+                **self.model_key,
+                "R": radius,
+                "n_calib": p["n_calib"],
+                "certify_code": files_digest(_CODE),
+                "time_limit": p["time_limit"],
+            },
+            lambda: self._calibrate(z_train[: int(p["n_calib"])], radius),
+        )
+        self.calibration = calib
+        self.delta_p = float(calib["delta_p"])
+        r_max = float(p["r_max"]) or default_r_max(eps, delta, radius)
+        self.cfg = PTRConfig(
+            eps,
+            delta,
+            radius,
+            self.delta_p,
+            r_max,
+            time_limit=float(p["time_limit"]),
+            solver=str(p["solver"]),
+        )
+        self.scale = release_scale(self.delta_p, eps, radius)
+        with torch.no_grad():
+            out_train = self.f(z_train)
+        finetune_classifier(
+            self.h,
+            out_train,
+            train.y,
+            self.scale,
+            int(p["finetune_epochs"]),
+            ctx.generator("posthoc-finetune"),
+        )
+        self._phi_memo: dict[bytes, tuple[float, float, bool]] = {}
+
+    def _calibrate(self, z: torch.Tensor, radius: float) -> dict[str, Any]:
+        """Exact local Lipschitz constants (certified upper bounds) at training embeddings."""
+        values, exact = [], []
+        for row in z.double().numpy():
+            res = local_lipschitz(
+                self.relu_net,
+                row,
+                radius,
+                "l1",
+                time_limit=float(self.params["time_limit"]),
+                solver=str(self.params["solver"]),
+            )
+            values.append(res.upper)
+            exact.append(res.exact)
+        arr = np.asarray(values)
+        return {
+            "delta_p": float(arr.mean() + 3 * arr.std()),
+            "values": arr,
+            "exact_fraction": float(np.mean(exact)),
+        }
+
+    # ------------------------------------------------------------------ release
+
+    def _phis(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """phi, certified L(f, N(z, R)) and exactness per row (memoised: phi is a
+        deterministic function of z, so recomputing it would only cost time)."""
+        rows = z.double().numpy()
+        out = []
+        for row in rows:
+            key = row.tobytes()
+            if key not in self._phi_memo:
+                res = compute_phi(self.relu_net, row, self.cfg)
+                self._phi_memo[key] = (res.phi, res.lipschitz_upper, res.exact)
+            out.append(self._phi_memo[key])
+        arr = torch.tensor(out, dtype=torch.float64).reshape(len(rows), 3)
+        return arr[:, 0], arr[:, 1], arr[:, 2] > 0
+
+    def phis_cached(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`_phis` through the artifact cache, so jobs sharing a model reuse the MILPs."""
+        recipe = {
+            "artifact": "posthoc-phi",
+            **self.model_key,
+            "cfg": repr(self.cfg),
+            "certify_code": files_digest(_CODE),
+            "inputs": tensor_digest(z),
+        }
+        return self.ctx.cache.get_or_build(recipe, lambda: self._phis(z))
+
+    @torch.no_grad()
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        eps, delta, radius = (float(self.params[k]) for k in ("eps", "delta", "R"))
+        z = self.vae(x)
+        out = self.f(z)
+        phi, lip, exact = self.phis_cached(z) if len(x) > 1 else self._phis(z)
+        # 3. Test (Lemma 4.3): phi_hat = phi + Lap(R / eps); ⊥ if <= ln(1/delta) R / eps.
+        test_noise = NoiseModel("laplace", phi_noise_scale(eps, radius)).sample(
+            (len(x),), generator
+        )
+        phi_hat = phi + test_noise.double()
+        released = phi_hat > abstain_threshold(eps, delta, radius)
+        # 4. Release f(g(x)) + Lap(DeltaP R / eps) per coordinate (ptr.release_scale).
+        values = out + NoiseModel("laplace", self.scale).sample(out.shape, generator)
+        values = torch.where(released[:, None], values, torch.zeros_like(values))
+        return Release(
+            values,
+            released.bool(),
+            {
+                "phi": phi.float(),
+                "phi_hat": phi_hat.float(),
+                "lipschitz": lip.float(),
+                "ptr_exact": exact.float(),
+            },
+        )
+
+    @torch.no_grad()
+    def predict(self, release: Release) -> torch.Tensor:
+        return self.h(release.values.float())
+
+    def guarantee(self) -> Guarantee:
+        p = self.params
+        return Guarantee(
+            "reconstruction",
+            {"eps": 2 * float(p["eps"]), "delta": float(p["delta"]) / 2, "radius": float(p["R"])},
+            "linf/embedding",
+        )
+
+    def encoder(self) -> nn.Module:
+        return _Pipeline(self.vae, self.f).eval()
+
+    def noise(self) -> NoiseModel:
+        return NoiseModel("laplace", self.scale)
+
+
+class _ClippedEmbedder(nn.Module):
+    """x -> clip(g(x), lo, hi): the embedding restricted to its declared range."""
+
+    def __init__(self, vae: BetaVAE, lo: torch.Tensor, hi: torch.Tensor) -> None:
+        super().__init__()
+        self.vae = vae
+        self.register_buffer("lo", lo)
+        self.register_buffer("hi", hi)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.maximum(torch.minimum(self.vae(x), self.hi), self.lo)
+
+
+@register_mechanism
+class LDPEmbedding(Mechanism):
+    """Laplace noise on the beta-VAE embedding for eps-LDP (Posthoc supplement, Table 1).
+
+    The embedding is clipped to the per-coordinate range [lo_j, hi_j] seen on the training
+    split, so any two inputs differ by at most sum_j (hi_j - lo_j) in l_1: that is the
+    sensitivity, and b = sum_j (hi_j - lo_j) / eps (Laplace mechanism).
+    """
+
+    name = "ldp-embedding"
+    modalities = frozenset({"image"})
+    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "latent": 0, "vae_epochs": 20, "epochs": 10}
+
+    def check_params(self) -> None:
+        check_privacy_params(float(self.params["eps"]))
+
+    def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        p = self.params
+        latent = int(p["latent"]) or default_latent(task)
+        vae = fit_embedder(task, ctx, latent, int(p["vae_epochs"]))
+        with torch.no_grad():
+            z = vae(splits.train.x)
+        self.embed = _ClippedEmbedder(vae, z.min(0).values, z.max(0).values).eval()
+        self.l1_sensitivity = float((z.max(0).values - z.min(0).values).sum())
+        self._noise = NoiseModel("laplace", laplace_scale(float(p["eps"]), self.l1_sensitivity))
+        with seeded_init(ctx.seed, "ldp-embedding-clf"):
+            self.h = classifier(latent, task.num_classes)
+        with torch.no_grad():
+            zc = self.embed(splits.train.x)
+        finetune_classifier(
+            self.h,
+            zc,
+            splits.train.y,
+            self._noise.scale,
+            int(p["epochs"]),
+            ctx.generator("ldp-embedding-clf"),
+        )
+
+    @torch.no_grad()
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        z = self.embed(x)
+        return Release.all_released(z + self._noise.sample(z.shape, generator))
+
+    @torch.no_grad()
+    def predict(self, release: Release) -> torch.Tensor:
+        return self.h(release.values.float())
+
+    def guarantee(self) -> Guarantee:
+        return Guarantee("ldp", {"eps": float(self.params["eps"])}, "any pair of inputs")
+
+    def encoder(self) -> nn.Module:
+        return self.embed
+
+    def noise(self) -> NoiseModel:
+        return self._noise

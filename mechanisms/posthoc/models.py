@@ -1,0 +1,201 @@
+"""The Posthoc pipeline's networks: beta-VAE embedder g, ReLU obfuscator f, its training.
+
+Embedder (supplement §D): a fully connected beta-VAE, beta = 5, Adam 1e-3, embedding 8
+(MNIST / FMNIST) or 10 (faces); g(x) is the posterior mean. Obfuscator variants (paper
+Table 1): `encoder` (plain), `arl` (adversarial: -alpha MSE_rec + (1 - alpha) CE,
+alpha = 0.99, against a proxy decoder trained in alternation), `c` (contrastive, lambda =
+1, margin 25, on the obfuscated output, with gradient), `n` (Gaussian noise sigma = 0.01
+on the obfuscated output while training) and their combinations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from bench.errors import ConfigError
+
+VARIANTS = ("encoder", "arl", "c", "n", "arl-c", "arl-n", "c-n", "arl-c-n")
+BETA = 5.0
+CONTRASTIVE_MARGIN = 25.0
+CONTRASTIVE_LAMBDA = 1.0
+NOISE_SIGMA = 0.01
+
+
+def variant_parts(variant: str) -> frozenset[str]:
+    """{"arl", "c", "n"} subset for a variant name; `encoder` has none."""
+    if variant not in VARIANTS:
+        raise ConfigError(
+            f"unknown obfuscator variant {variant!r}; choose one of {', '.join(VARIANTS)}"
+        )
+    return frozenset() if variant == "encoder" else frozenset(variant.split("-"))
+
+
+class BetaVAE(nn.Module):
+    """Fully connected beta-VAE on flattened images in [0, 1] (three layers, dropout)."""
+
+    def __init__(self, in_dim: int, latent: int, width: int = 400) -> None:
+        super().__init__()
+        self.in_dim, self.latent = in_dim, latent
+        self.enc = nn.Sequential(
+            nn.Flatten(),
+            nn.Linear(in_dim, width),
+            nn.ReLU(),
+            nn.Dropout(0.1),
+            nn.Linear(width, width // 2),
+            nn.ReLU(),
+            nn.Linear(width // 2, 2 * latent),
+        )
+        self.dec = nn.Sequential(
+            nn.Linear(latent, width // 2),
+            nn.ReLU(),
+            nn.Linear(width // 2, width),
+            nn.ReLU(),
+            nn.Dropout(0.1),
+            nn.Linear(width, in_dim),
+        )
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mu, logvar = self.enc(x).chunk(2, dim=1)
+        return mu, logvar.clamp(-10, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """g(x): the posterior mean, the deterministic embedding."""
+        return self.encode(x)[0]
+
+
+def train_vae(
+    x: torch.Tensor, latent: int, epochs: int, gen: torch.Generator, batch_size: int = 128
+) -> BetaVAE:
+    """beta-VAE with Bernoulli likelihood, beta = 5, Adam 1e-3 (supplement §D)."""
+    vae = BetaVAE(int(x[0].numel()), latent)
+    opt = torch.optim.Adam(vae.parameters(), lr=1e-3)
+    flat = x.flatten(1)
+    vae.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(flat), generator=gen)
+        for s in range(0, len(flat), batch_size):
+            xb = flat[order[s : s + batch_size]]
+            mu, logvar = vae.encode(xb)
+            eps = torch.randn(mu.shape, generator=gen)
+            logits = vae.dec(mu + eps * (0.5 * logvar).exp())
+            rec = F.binary_cross_entropy_with_logits(logits, xb, reduction="sum") / len(xb)
+            kl = -0.5 * (1 + logvar - mu**2 - logvar.exp()).sum() / len(xb)
+            loss = rec + BETA * kl
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    vae.eval()
+    return vae
+
+
+def obfuscator(in_dim: int, hidden: tuple[int, ...] = (8, 8), out_dim: int = 8) -> nn.Sequential:
+    """A small ReLU MLP [in, *hidden, out] (paper: e.g. [8, 8, 8, 8])."""
+    layers: list[nn.Module] = []
+    prev = in_dim
+    for h in hidden:
+        layers += [nn.Linear(prev, h), nn.ReLU()]
+        prev = h
+    layers.append(nn.Linear(prev, out_dim))
+    return nn.Sequential(*layers)
+
+
+def classifier(in_dim: int, num_classes: int, width: int = 64) -> nn.Sequential:
+    """The server's classifier on the (noisy) obfuscated output."""
+    return nn.Sequential(nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, num_classes))
+
+
+def contrastive_loss(out: torch.Tensor, y: torch.Tensor, margin: float) -> torch.Tensor:
+    """Pairwise contrastive loss on the obfuscated outputs of a batch (Hadsell et al. 2006):
+    same label -> d^2, different -> max(0, margin - d)^2; gradients flow into f."""
+    d = torch.cdist(out, out)
+    same = (y[:, None] == y[None, :]).float()
+    eye = torch.eye(len(y))
+    pos = same * d**2
+    neg = (1 - same) * F.relu(margin - d) ** 2
+    return ((pos + neg) * (1 - eye)).sum() / max(1, len(y) * (len(y) - 1))
+
+
+def train_obfuscator(
+    z: torch.Tensor,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    num_classes: int,
+    variant: str,
+    epochs: int,
+    gen: torch.Generator,
+    alpha: float = 0.99,
+    batch_size: int = 128,
+    hidden: tuple[int, ...] = (8, 8),
+    out_dim: int = 8,
+) -> tuple[nn.Sequential, nn.Sequential]:
+    """Train obfuscator f and classifier h on embeddings z (labels y; images x for the ARL
+    proxy decoder). Returns (f, h). Variants per paper Table 1 (module docstring)."""
+    parts = variant_parts(variant)
+    if not 0 <= alpha < 1:
+        raise ConfigError(f"ARL weight alpha must lie in [0, 1), got {alpha}")
+    f = obfuscator(z.shape[1], hidden, out_dim)
+    h = classifier(out_dim, num_classes)
+    adv = nn.Sequential(nn.Linear(out_dim, 128), nn.ReLU(), nn.Linear(128, int(x[0].numel())))
+    opt = torch.optim.Adam([*f.parameters(), *h.parameters()], lr=1e-3)
+    opt_adv = torch.optim.Adam(adv.parameters(), lr=1e-3)
+    flat = x.flatten(1)
+    for _ in range(epochs):
+        order = torch.randperm(len(z), generator=gen)
+        for s in range(0, len(z), batch_size):
+            idx = order[s : s + batch_size]
+            zb, yb, xb = z[idx], y[idx], flat[idx]
+            out = f(zb)
+            noisy = (
+                out + NOISE_SIGMA * torch.randn(out.shape, generator=gen) if "n" in parts else out
+            )
+            ce = F.cross_entropy(h(noisy), yb)
+            loss = ce
+            if "arl" in parts:
+                rec = F.mse_loss(torch.sigmoid(adv(out)), xb)
+                loss = (1 - alpha) * ce - alpha * rec
+            if "c" in parts:
+                loss = loss + CONTRASTIVE_LAMBDA * contrastive_loss(out, yb, CONTRASTIVE_MARGIN)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if "arl" in parts:  # the proxy adversary's step, on the detached representation
+                rec = F.mse_loss(torch.sigmoid(adv(f(zb).detach())), xb)
+                opt_adv.zero_grad()
+                rec.backward()
+                opt_adv.step()
+    f.eval()
+    h.eval()
+    return f, h
+
+
+def finetune_classifier(
+    h: nn.Module,
+    out: torch.Tensor,
+    y: torch.Tensor,
+    noise_scale: float,
+    epochs: int,
+    gen: torch.Generator,
+    batch_size: int = 128,
+) -> nn.Module:
+    """Noise-aware fine-tuning of the server's classifier on f(g(x)) + Lap(noise_scale):
+    post-processing of the release, so it costs no privacy."""
+    if not (noise_scale > 0 and math.isfinite(noise_scale)):
+        return h
+    opt = torch.optim.Adam(h.parameters(), lr=1e-3)
+    h.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(out), generator=gen)
+        for s in range(0, len(out), batch_size):
+            idx = order[s : s + batch_size]
+            u = torch.rand(out[idx].shape, generator=gen) - 0.5
+            noise = -noise_scale * torch.sign(u) * torch.log1p(-2 * u.abs().clamp(max=0.4999999))
+            loss = F.cross_entropy(h(out[idx] + noise), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    h.eval()
+    return h

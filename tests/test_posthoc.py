@@ -1,0 +1,172 @@
+"""Soundness of modified PTR (posthoc-ptr) and the ldp-embedding baseline."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import binomtest
+
+from bench.cache import ArtifactCache
+from bench.certify.local_lipschitz import ReluMLP, build_milp, local_lipschitz
+from bench.errors import ConfigError
+from bench.protocols import FitContext
+from bench.suite import make_task
+from mechanisms.posthoc.mechanism import LDPEmbedding, PosthocPTR
+from mechanisms.posthoc.models import contrastive_loss, variant_parts
+from mechanisms.posthoc.ptr import (
+    PTRConfig,
+    abstain_threshold,
+    compute_phi,
+    default_r_max,
+    phi_noise_scale,
+    release_scale,
+)
+from tests.test_local_lipschitz import random_net
+
+TINY = {"vae_epochs": 2, "obf_epochs": 2, "n_calib": 4, "finetune_epochs": 1, "solver": "highs"}
+
+
+def test_formulas() -> None:
+    assert release_scale(3.0, 2.0, 0.5) == pytest.approx(3.0 * 0.5 / 2.0)
+    assert phi_noise_scale(2.0, 0.5) == pytest.approx(0.25)
+    assert abstain_threshold(2.0, 0.05, 0.5) == pytest.approx(math.log(20) * 0.5 / 2.0)
+    # phi = R_max / 2 clears the threshold by 4 noise scales
+    eps, delta, r = 1.0, 0.05, 0.5
+    assert default_r_max(eps, delta, r) / 2 - abstain_threshold(eps, delta, r) == pytest.approx(
+        4 * phi_noise_scale(eps, r)
+    )
+    with pytest.raises(ConfigError):
+        PTRConfig(1.0, 0.05, 0.5, delta_p=-1.0, r_max=2.0)
+    with pytest.raises(ConfigError):
+        PTRConfig(1.0, 0.05, 0.5, delta_p=1.0, r_max=0.4)
+
+
+def _net_and_cfg(delta_p_factor: float) -> tuple[ReluMLP, np.ndarray, PTRConfig]:
+    net = random_net([4, 6, 6, 4], 21)
+    c = np.random.default_rng(21).uniform(-1, 1, 4)
+    at_r = local_lipschitz(net, c, 0.2, "l1", solver="highs").upper
+    cfg = PTRConfig(
+        2.0,
+        0.05,
+        0.2,
+        delta_p=at_r * delta_p_factor,
+        r_max=default_r_max(2.0, 0.05, 0.2),
+        solver="highs",
+    )
+    return net, c, cfg
+
+
+def test_phi_is_the_largest_certified_grid_radius() -> None:
+    """2 phi is a grid radius where L <= DeltaP (checked by an independent full MILP), and the
+    next grid point up has L > DeltaP: phi is exactly what Alg. 1 defines, on the grid."""
+    net, c, cfg = _net_and_cfg(1.3)
+    res = compute_phi(net, c, cfg)
+    assert res.exact and res.phi > 0
+    rho = 2 * res.phi
+    assert build_milp(net, c, rho, "l1").solve(solver="highs").bound <= cfg.delta_p * (1 + 1e-6)
+    step = (cfg.r_max - cfg.radius) / 2**cfg.levels
+    assert step <= cfg.radius
+    if rho < cfg.r_max:
+        above = build_milp(net, c, rho + step, "l1").solve(solver="highs")
+        assert above.incumbent is not None and above.incumbent > cfg.delta_p
+
+
+def test_phi_is_zero_when_the_proposal_fails_at_r() -> None:
+    net, c, cfg = _net_and_cfg(0.9)
+    assert compute_phi(net, c, cfg).phi == 0.0
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[PosthocPTR, object]:
+    task = make_task("mnist", {"n_train": 400, "n_aux": 50, "n_test": 50}, "<test>")
+    cache = ArtifactCache(Path(tmp_path_factory.mktemp("cache")))
+    mech = PosthocPTR(eps=2.0, R=0.1, variant="arl-c-n", **TINY)
+    mech.fit(task, task.splits(), FitContext(0, cache))
+    return mech, task
+
+
+def test_release_noise_scale_guarantee_and_bottom(fitted: tuple[PosthocPTR, object]) -> None:
+    mech, task = fitted
+    assert mech.noise().kind == "laplace"
+    assert mech.noise().scale == pytest.approx(mech.delta_p * 0.1 / 2.0)
+    vals = mech.calibration["values"]
+    assert mech.delta_p == pytest.approx(vals.mean() + 3 * vals.std())
+    g = mech.guarantee()
+    assert g.notion == "reconstruction" and g.distance == "linf/embedding"
+    assert g.params == {"eps": 4.0, "delta": 0.025, "radius": 0.1}
+    x = task.splits().test.x[:3]  # type: ignore[attr-defined]
+    rel = mech.release(x, torch.Generator().manual_seed(1))
+    thr = abstain_threshold(2.0, 0.05, 0.1)
+    assert torch.equal(rel.released, rel.meta["phi_hat"] > thr)
+    assert torch.all(rel.meta["phi"] <= mech.cfg.r_max / 2)
+    # the released values are f(g(x)) + Laplace(scale): residuals have mean |.| = scale
+    many = mech.release(x[:1].expand(4000, -1, -1, -1).clone(), torch.Generator().manual_seed(2))
+    resid = (many.values - mech.encoder()(x[:1]).detach())[many.released]
+    assert resid.abs().mean().item() == pytest.approx(mech.noise().scale, rel=0.05)
+    assert mech.predict(rel).shape == (3, 10)
+
+
+def test_never_releases_when_the_proposal_fails_except_with_prob_delta_over_2(
+    fitted: tuple[PosthocPTR, object],
+) -> None:
+    """With DeltaP below every local Lipschitz constant, L(x, R) > DeltaP and phi = 0, so a
+    release happens only when Lap(R/eps) > ln(1/delta) R/eps: probability delta/2 exactly."""
+    mech, task = fitted
+    cfg = mech.cfg
+    mech.cfg = PTRConfig(cfg.eps, cfg.delta, cfg.radius, 1e-6, cfg.r_max, solver="highs")
+    mech._phi_memo = {}
+    try:
+        x = task.splits().test.x[:1].expand(20000, -1, -1, -1).clone()  # type: ignore[attr-defined]
+        rel = mech.release(x, torch.Generator().manual_seed(3))
+        assert torch.all(rel.meta["phi"] == 0)
+        k = int(rel.released.sum())
+        assert binomtest(k, len(x), cfg.delta / 2, alternative="greater").pvalue > 1e-3
+        assert binomtest(k, len(x), cfg.delta / 2).pvalue > 1e-4  # and it is delta/2, not less
+    finally:
+        mech.cfg = cfg
+        mech._phi_memo = {}
+
+
+def test_bad_params_are_one_line_errors() -> None:
+    for bad in (
+        {"variant": "xyz"},
+        {"eps": 0},
+        {"delta": 1.5},
+        {"R": -1},
+        {"solver": "cplex"},
+        {"alpha": 1.0},
+        {"r_max": 0.1, "R": 0.5},
+        {"n_calib": 0},
+    ):
+        with pytest.raises(ConfigError):
+            PosthocPTR(**bad)
+    with pytest.raises(ConfigError):
+        variant_parts("arl-q")
+    assert variant_parts("arl-c-n") == {"arl", "c", "n"} and variant_parts("encoder") == set()
+
+
+def test_contrastive_loss_pulls_same_and_pushes_different() -> None:
+    y = torch.tensor([0, 0, 1])
+    close = torch.tensor([[0.0, 0.0], [0.1, 0.0], [30.0, 0.0]], requires_grad=True)
+    far = torch.tensor([[0.0, 0.0], [5.0, 0.0], [1.0, 0.0]])
+    assert contrastive_loss(close, y, 25.0) < contrastive_loss(far, y, 25.0)
+    contrastive_loss(close, y, 25.0).backward()
+    assert close.grad is not None and torch.isfinite(close.grad).all()
+
+
+def test_ldp_embedding_scale(tmp_path: Path) -> None:
+    task = make_task("mnist", {"n_train": 300, "n_aux": 50, "n_test": 50}, "<test>")
+    mech = LDPEmbedding(eps=5.0, vae_epochs=2, epochs=1)
+    mech.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path)))
+    x = task.splits().test.x
+    z = mech.encoder()(x).detach()
+    z_train = mech.encoder()(task.splits().train.x).detach()
+    sens = float((z_train.max(0).values - z_train.min(0).values).sum())
+    assert mech.noise().scale == pytest.approx(sens / 5.0, rel=1e-5)
+    # clipped: any two inputs' embeddings differ by at most the sensitivity in l_1
+    assert float((z[:, None] - z[None]).abs().sum(-1).max()) <= sens + 1e-5
+    assert mech.guarantee().params == {"eps": 5.0}
