@@ -92,7 +92,8 @@ def test_dense_layers_reproduce_the_network(toy_networks) -> None:
     for k, (w, b) in enumerate(layers[3]):
         out = out @ torch.from_numpy(w).T + torch.from_numpy(b)
         out = out.clamp_min(0) if k < len(layers[3]) - 1 else out
-    torch.testing.assert_close(out, stacked_logits(arch, stacked, x)[3].double(), rtol=1e-6, atol=1e-6)
+    expected = stacked_logits(arch, stacked, x)[3].double()
+    torch.testing.assert_close(out, expected, rtol=1e-6, atol=1e-6)
 
 
 @pytest.fixture(scope="module")
