@@ -219,6 +219,7 @@ def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
         metrics = utility_metrics(task, mech, release, splits.test.y, who)
         metrics["fit_s"] = scalar(fit_s)
         metrics["release_ms"] = scalar(release_ms)
+        metrics.update(mech.claim_metrics(task, splits))
         if job.seed == 0:  # one audit per setting: each is a 95% test, seeds would multiply
             audit = audit_mechanism(
                 mech, task, job.seed, n_draws=AUDIT_DRAWS, n_select=AUDIT_SELECT

@@ -164,12 +164,14 @@ def expand(
             m_cls = MECHANISMS.get(m_entry.name)
             if task_obj.modality not in m_cls.modalities:
                 continue
+            # Reconstruction attacks need an encoder; a label-only release has none.
             attack_entries = [
                 a
                 for a in suite.attacks
                 if (attack is None or a.name == attack)
                 and a.applies_to(t_entry.name)
                 and task_obj.modality in ATTACKS.get(a.name).modalities
+                and not m_cls.releases_labels
             ]
             for m_params in m_entry.param_sets():
                 resolved = m_cls(**m_params).params

@@ -214,6 +214,7 @@ class Mechanism(ABC):
         """The privacy claim this mechanism makes with its current parameters."""
 
     may_abstain: ClassVar[bool] = False  # True if release() can answer ⊥
+    releases_labels: ClassVar[bool] = False  # label-only access: no reconstruction attacks
 
     def encoder(self) -> nn.Module | None:
         """The deterministic, differentiable part of the release (white-box attacks).
@@ -237,6 +238,11 @@ class Mechanism(ABC):
     def noise(self) -> NoiseModel | None:
         """The distribution of the randomness added to `encoder(x)`, if additive."""
         return None
+
+    def claim_metrics(self, task: Task, splits: Splits) -> dict[str, Any]:
+        """Metrics on the utility row that check the mechanism's own claim without an attack
+        (e.g. LUCID's bound_validity on probe inputs); none by default."""
+        return {}
 
 
 class Attack(ABC):

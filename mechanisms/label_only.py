@@ -1,0 +1,99 @@
+"""Label-only access guarded for individual differential privacy (LUCID, seed 003).
+
+The release is a label (one-hot scores). Where the answer could reveal whether a training
+point was used, the label comes from the exponential mechanism with utility 1 for the
+network's predicted label and 0 otherwise (sensitivity 1, McSherry & Talwar 2007): the
+predicted label with probability e^(eps/2) / (e^(eps/2) + k - 1), each other label with
+1 / (e^(eps/2) + k - 1). eps = 0 answers uniformly at random (0-iDP).
+
+Every noisy answer is remembered per input, so a repeated query returns the same label
+(the paper's Algorithm 2): repeating a query gains an attacker nothing.
+
+- `naive-noise`: the exponential mechanism on every query (eps-DP, hence eps-iDP).
+- `naive-idp`: query N and all n leave-one-out networks; noise only where they disagree
+  (exact, but every query runs n + 1 networks).
+- `lucid` (mechanisms/lucid.py): noise only where N's confidence is at or below the
+  iDP decision bound of its predicted class.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.errors import ConfigError
+from bench.protocols import Guarantee, Mechanism, Release
+
+
+def keep_probability(eps: float, num_classes: int) -> float:
+    """P[exponential mechanism answers the predicted label] = e^(eps/2) / (e^(eps/2) + k - 1)."""
+    weight = math.exp(eps / 2)
+    return weight / (weight + num_classes - 1)
+
+
+def exponential_mechanism(
+    predicted: torch.Tensor, num_classes: int, eps: float, generator: torch.Generator
+) -> torch.Tensor:
+    """One draw per entry of `predicted`: keep it with `keep_probability`, else a uniformly
+    chosen other label."""
+    keep = torch.rand(predicted.shape, generator=generator) < keep_probability(eps, num_classes)
+    shift = torch.randint(1, max(num_classes, 2), predicted.shape, generator=generator)
+    other = (predicted + shift) % num_classes
+    return torch.where(keep, predicted, other)
+
+
+def _input_key(row: torch.Tensor) -> bytes:
+    return row.detach().to(torch.float32).contiguous().numpy().tobytes()
+
+
+class LabelOnlyMechanism(Mechanism):
+    """Label-only access: `needs_noise` decides per input whether its answer is noised."""
+
+    modalities = frozenset({"tabular"})  # the iDP-DB MILP encodes dense ReLU networks
+    repeatable_queries = False  # a repeated query gets the remembered answer
+    releases_labels = True
+    defaults: ClassVar[dict[str, Any]] = {"eps": 0.0}
+
+    def check_params(self) -> None:
+        eps = self.params["eps"]
+        if not (isinstance(eps, int | float) and math.isfinite(eps) and eps >= 0):
+            raise ConfigError(f"mechanism {self.name}: eps must be a finite number >= 0")
+
+    num_classes: int
+    model: nn.Module  # the network whose labels are served (set by `fit`)
+    memory: dict[bytes, int]  # remembered noisy answers, per input
+
+    def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        """(N,) bool: inputs whose predicted label might leak membership."""
+        return torch.ones(len(x), dtype=torch.bool)
+
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        with torch.no_grad():
+            logits = self.model(x)
+        predicted = logits.argmax(1)
+        noisy = self.needs_noise(x, logits)
+        labels = predicted.clone()
+        if noisy.any():
+            drawn = exponential_mechanism(
+                predicted[noisy], self.num_classes, float(self.params["eps"]), generator
+            )
+            for i, label in zip(noisy.nonzero().squeeze(1).tolist(), drawn.tolist(), strict=True):
+                labels[i] = self.memory.setdefault(_input_key(x[i]), int(label))
+        one_hot = F.one_hot(labels, self.num_classes).float()
+        return Release.all_released(one_hot, noised=noisy)
+
+    def predict(self, release: Release) -> torch.Tensor:
+        return release.values
+
+    def guarantee(self) -> Guarantee:
+        return Guarantee("idp", {"eps": float(self.params["eps"])}, "training-set/leave-one-out")
+
+
+def confidence(logits: torch.Tensor) -> torch.Tensor:
+    """N's classification confidence: its top logit minus the best other logit."""
+    top2 = logits.topk(2, dim=1).values
+    return top2[:, 0] - top2[:, 1]

@@ -1,0 +1,139 @@
+"""Leave-one-out training for iDP (LUCID, seed 003, Sec. 4): the network N on D and one
+network N_i on D \\ {d_i} per training point, all from the same initialisation and the
+same batch order, the removed point masked out of its batches.
+
+The n + 1 networks train together: parameters are stacked along a leading model axis and
+one SGD step of every model is a single `torch.func.vmap` of the per-model gradient, with
+each model's 0/1 mask over the batch. A model's loss is the mean cross-entropy over its
+unmasked batch points, exactly what training it alone on its dataset computes, so the
+stacked result equals sequential training (tests/test_leave_one_out.py, to 1e-6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, grad, vmap
+from tqdm.auto import tqdm
+
+from bench.hashing import seeded_init
+from bench.protocols import DataSplit
+
+Params = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class LooRecipe:
+    """What determines the networks: SGD learning rate, epochs, batch size and seed."""
+
+    lr: float = 0.1
+    epochs: int = 30
+    batch_size: int = 1024
+    seed: int = 0
+
+
+def masked_loss(
+    model: nn.Module, params: Params, mask: torch.Tensor, x: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
+    """Mean cross-entropy over the batch points whose mask is 1 (0 if none is)."""
+    logits = functional_call(model, params, (x,))
+    losses = F.cross_entropy(logits, y, reduction="none")
+    return (losses * mask).sum() / mask.sum().clamp_min(1.0)
+
+
+def batch_order(n: int, recipe: LooRecipe) -> Iterator[torch.Tensor]:
+    """The index batches of every epoch, shared by all n + 1 networks."""
+    generator = torch.Generator().manual_seed(recipe.seed)
+    for _ in range(recipe.epochs):
+        yield from torch.randperm(n, generator=generator).split(recipe.batch_size)
+
+
+def initial_params(model: nn.Module, seed: int) -> Params:
+    """The common initialisation: `model`'s parameters re-drawn under `seed`."""
+    with seeded_init(seed, "leave-one-out-init"):
+        for module in model.modules():
+            if hasattr(module, "reset_parameters") and module is not model:
+                module.reset_parameters()
+    return {k: v.detach().clone() for k, v in model.named_parameters()}
+
+
+def removal_masks(n: int, removed: torch.Tensor) -> torch.Tensor:
+    """(len(removed), n) 0/1 masks; a removed index of -1 keeps every point (N on D)."""
+    masks = torch.ones(len(removed), n)
+    keep = removed >= 0
+    masks[keep.nonzero().squeeze(1), removed[keep]] = 0.0
+    return masks
+
+
+def train_stacked(
+    model: nn.Module,
+    data: DataSplit,
+    removed: torch.Tensor,
+    recipe: LooRecipe,
+    *,
+    progress: bool = False,
+) -> Params:
+    """Parameters of one network per entry of `removed` (a training index, or -1 for the
+    full dataset), stacked on a leading axis, trained together with vmapped SGD."""
+    n = len(data)
+    init = initial_params(model, recipe.seed)
+    params = {k: v.unsqueeze(0).repeat(len(removed), *([1] * v.ndim)) for k, v in init.items()}
+    masks = removal_masks(n, removed)
+
+    def loss(p: Params, mask: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return masked_loss(model, p, mask, x, y)
+
+    step = vmap(grad(loss), in_dims=(0, 0, None, None))
+    batches = list(batch_order(n, recipe))
+    for index in tqdm(batches, desc="leave-one-out SGD", disable=not progress, leave=False):
+        grads = step(params, masks[:, index], data.x[index], data.y[index])
+        params = {k: p - recipe.lr * grads[k] for k, p in params.items()}
+    return params
+
+
+def train_sequential(
+    model: nn.Module, data: DataSplit, removed: int, recipe: LooRecipe
+) -> nn.Module:
+    """One network trained alone with torch.optim.SGD on D minus point `removed` (-1: none),
+    same initialisation and batches: the reference the stacked training must equal."""
+    initial = initial_params(model, recipe.seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(initial[name])
+    mask = removal_masks(len(data), torch.tensor([removed]))[0]
+    optimiser = torch.optim.SGD(model.parameters(), lr=recipe.lr)
+    for index in batch_order(len(data), recipe):
+        optimiser.zero_grad()
+        logits = model(data.x[index])
+        losses = F.cross_entropy(logits, data.y[index], reduction="none")
+        m = mask[index]
+        ((losses * m).sum() / m.sum().clamp_min(1.0)).backward()
+        optimiser.step()
+    return model
+
+
+def leave_one_out(
+    model: nn.Module,
+    data: DataSplit,
+    recipe: LooRecipe,
+    *,
+    chunk: int = 256,
+    progress: bool = False,
+) -> Params:
+    """N (index 0) and N_1..N_n (index i + 1 without point i), stacked; trained `chunk`
+    networks at a time to bound memory."""
+    removed = torch.arange(-1, len(data))
+    parts = [
+        train_stacked(model, data, part, recipe, progress=progress)
+        for part in tqdm(removed.split(chunk), desc="leave-one-out networks", disable=not progress)
+    ]
+    return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+
+
+def stacked_logits(model: nn.Module, params: Params, x: torch.Tensor) -> torch.Tensor:
+    """(models, N, C) logits of every stacked network on inputs x."""
+    return vmap(lambda p: functional_call(model, p, (x,)))(params)

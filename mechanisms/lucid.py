@@ -1,0 +1,213 @@
+"""LUCID (seed 003): iDP label-only access from the iDP decision bounds, and the baselines
+that share its networks.
+
+All label-only mechanisms here serve the same network N: the first of the stacked
+leave-one-out networks (mechanisms/leave_one_out.py; SGD lr 0.1, batch 1024 as in the
+paper, the task's `train_epochs`), so their accuracies differ only by the noise.
+- `lucid`: noise where N's confidence <= DB of its predicted class (Theorem 6.1).
+- `naive-idp`: noise where some leave-one-out network disagrees with N.
+bound_validity (on lucid's utility rows) probes inputs for a leave-one-out disagreement
+that the bound would have let through unnoised; 1.0 means none was found.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from bench.certify.idp_bound import VARIANTS, decision_bound, dense_layers
+from bench.errors import ConfigError
+from bench.metrics.stats import summarize
+from bench.protocols import FitContext, Guarantee, Splits, Task
+from bench.registry import register_mechanism
+from mechanisms.label_only import LabelOnlyMechanism, confidence
+from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits
+
+PROBE_UNIFORM = 2000
+PROBE_SEARCH_STARTS = 64
+PROBE_SEARCH_STEPS = 50
+
+
+def loo_networks(task: Task, ctx: FitContext, progress: bool = False) -> dict[str, torch.Tensor]:
+    """N and its n leave-one-out networks, stacked (cached per task, data and seed)."""
+    recipe = LooRecipe(epochs=int(task.config().get("train_epochs", 30)), seed=ctx.seed)
+    key = {
+        "artifact": "leave-one-out-networks",
+        "task": task.config(),
+        "data": task.data_fingerprint(),
+        "recipe": vars(recipe),
+    }
+    train = task.splits().train
+    return ctx.cache.get_or_build(
+        key, lambda: leave_one_out(task.model(), train, recipe, progress=progress)
+    )
+
+
+class LeaveOneOutAccess(LabelOnlyMechanism):
+    """Label-only access to N, the first of the stacked leave-one-out networks."""
+
+    def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        self.num_classes = task.num_classes
+        self.memory = {}
+        self.arch = task.model()
+        self.stacked = loo_networks(task, ctx, ctx.progress)
+        self.model = _Member(self.arch, {k: v[0] for k, v in self.stacked.items()})
+
+
+class _Member(nn.Module):
+    """One network of a stack, callable like a module."""
+
+    def __init__(self, arch: nn.Module, params: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        self.arch, self.params = arch, params
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.arch, self.params, (x,))
+
+
+def disagreement(
+    arch: nn.Module, stacked: dict[str, torch.Tensor], x: torch.Tensor
+) -> torch.Tensor:
+    """(N,) bool: some leave-one-out network's label differs from N's."""
+    with torch.no_grad():
+        labels = stacked_logits(arch, stacked, x).argmax(-1)
+    return (labels[1:] != labels[0]).any(0)
+
+
+@register_mechanism
+class LabelOnly(LeaveOneOutAccess):
+    """N's label with no protection: the reference row the accuracy drops are read from."""
+
+    name = "label-only"
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def check_params(self) -> None:
+        pass
+
+    def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(x), dtype=torch.bool)
+
+    def guarantee(self) -> Guarantee:
+        return Guarantee("none")
+
+
+@register_mechanism
+class NaiveNoise(LeaveOneOutAccess):
+    """The exponential mechanism on every query (LUCID's Naive-Noise baseline)."""
+
+    name = "naive-noise"
+
+
+@register_mechanism
+class NaiveIDP(LeaveOneOutAccess):
+    """Noise only where N and a leave-one-out network disagree (exact; n + 1 forward passes
+    per query)."""
+
+    name = "naive-idp"
+
+    def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        return disagreement(self.arch, self.stacked, x)
+
+
+@register_mechanism
+class Lucid(LeaveOneOutAccess):
+    """iDP label-only access: the predicted label where N's confidence exceeds the iDP-DB
+    of that label, the exponential mechanism (remembered per input) elsewhere."""
+
+    name = "lucid"
+    defaults: ClassVar[dict[str, Any]] = {
+        "eps": 0.0,
+        "variant": "full",
+        "time_limit": 60.0,
+        "budget": 600.0,
+    }
+
+    def check_params(self) -> None:
+        super().check_params()
+        if self.params["variant"] not in VARIANTS:
+            raise ConfigError(
+                f"mechanism lucid: variant must be one of {', '.join(VARIANTS)}, "
+                f"got {self.params['variant']!r}"
+            )
+        for key in ("time_limit", "budget"):
+            value = self.params[key]
+            if not (isinstance(value, int | float) and value > 0):
+                raise ConfigError(f"mechanism lucid: {key} must be a positive number of seconds")
+
+    def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        super().fit(task, splits, ctx)
+        d = task.splits().train.x.shape[1]
+        key = {
+            "artifact": "idp-decision-bounds",
+            "task": task.config(),
+            "data": task.data_fingerprint(),
+            "seed": ctx.seed,
+            "variant": self.params["variant"],
+            "time_limit": self.params["time_limit"],
+            "budget": self.params["budget"],
+        }
+
+        def build() -> dict[str, torch.Tensor]:
+            n = next(iter(self.stacked.values())).shape[0]
+            layers = [
+                dense_layers(self.arch, {k: v[i] for k, v in self.stacked.items()}, d)
+                for i in range(n)
+            ]
+            bounds = [
+                decision_bound(
+                    layers[0],
+                    layers[1:],
+                    c,
+                    variant=self.params["variant"],
+                    time_limit=float(self.params["time_limit"]),
+                    budget=float(self.params["budget"]),
+                    seed=ctx.seed,
+                ).bound
+                for c in range(task.num_classes)
+            ]
+            return {"bounds": torch.tensor(bounds, dtype=torch.float64)}
+
+        self.bounds = ctx.cache.get_or_build(key, build)["bounds"]
+
+    def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        predicted = logits.argmax(1)
+        return confidence(logits).double() <= self.bounds[predicted]
+
+    def claim_metrics(self, task: Task, splits: Splits) -> dict[str, Any]:
+        probes = probe_inputs(self.arch, self.stacked, splits.test.x, seed=0)
+        with torch.no_grad():
+            logits = self.model(probes)
+        unguarded = ~self.needs_noise(probes, logits)
+        leaks = disagreement(self.arch, self.stacked, probes) & unguarded
+        return {"bound_validity": summarize((~leaks).double().numpy())}
+
+
+def probe_inputs(
+    arch: nn.Module, stacked: dict[str, torch.Tensor], test_x: torch.Tensor, *, seed: int
+) -> torch.Tensor:
+    """Inputs to check the bound on: the test points, uniform samples of [0, 1]^d, and
+    inputs found by projected gradient ascent on the largest leave-one-out disagreement
+    margin (some N_i's best other logit over its logit for N's label) from random starts."""
+    g = torch.Generator().manual_seed(seed)
+    d = test_x.shape[1]
+    uniform = torch.rand(PROBE_UNIFORM, d, generator=g)
+    x = torch.rand(PROBE_SEARCH_STARTS, d, generator=g).requires_grad_(True)
+    optimiser = torch.optim.Adam([x], lr=0.05)
+    for _ in range(PROBE_SEARCH_STEPS):
+        logits = stacked_logits(arch, stacked, x)  # (models, N, C)
+        label = logits[0].argmax(1)
+        own = logits[1:].gather(2, label.view(1, -1, 1).expand(logits.shape[0] - 1, -1, 1))
+        masked = logits[1:].scatter(2, label.view(1, -1, 1).expand_as(own), -math.inf)
+        margin = (masked.max(2).values - own.squeeze(2)).max(0).values
+        # Seek disagreement where N is confident: that is where a bound could be wrong.
+        objective = margin.clamp(max=0.0) + 0.1 * confidence(logits[0])
+        optimiser.zero_grad()
+        (-objective.sum()).backward()
+        optimiser.step()
+        with torch.no_grad():
+            x.clamp_(0.0, 1.0)
+    return torch.cat([test_x, uniform, x.detach()])

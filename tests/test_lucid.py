@@ -1,0 +1,136 @@
+"""LUCID: the exponential mechanism's calibration, remembered answers, the iDP decision
+bound's soundness against brute force on small networks, and the probe that catches a
+bound set too small."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench.cache import ArtifactCache
+from bench.certify.idp_bound import decision_bound, dense_layers
+from bench.protocols import DataSplit, FitContext
+from bench.registry import MECHANISMS, TASKS
+from bench.tasks.tabular import tabular_model
+from mechanisms.label_only import confidence, exponential_mechanism, keep_probability
+from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits
+
+
+@pytest.mark.parametrize(("eps", "k"), [(0.0, 2), (1.0, 2), (2.0, 5)])
+def test_exponential_mechanism_keeps_the_label_with_the_calibrated_probability(
+    eps: float, k: int
+) -> None:
+    expected = math.exp(eps / 2) / (math.exp(eps / 2) + k - 1)
+    assert keep_probability(eps, k) == pytest.approx(expected)
+    n = 40_000
+    predicted = torch.zeros(n, dtype=torch.long)
+    drawn = exponential_mechanism(predicted, k, eps, torch.Generator().manual_seed(0))
+    kept = (drawn == 0).double().mean().item()
+    assert abs(kept - expected) < 4 * math.sqrt(expected * (1 - expected) / n)
+    others = torch.bincount(drawn[drawn != 0], minlength=k)[1:].double()
+    assert others.min() / others.max() > 0.9  # the other labels are equally likely
+
+
+def _toy(n: int = 14, seed: int = 0) -> DataSplit:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 2, generator=g)
+    y = ((x[:, 0] - x[:, 1]) + 0.25 * torch.randn(n, generator=g) > 0).long()
+    return DataSplit(x, y)
+
+
+@pytest.fixture(scope="module")
+def toy_networks() -> tuple[torch.nn.Module, dict[str, torch.Tensor], list]:
+    arch = tabular_model("2x6", 2, 2)
+    stacked = leave_one_out(arch, _toy(), LooRecipe(lr=0.5, epochs=60, batch_size=8, seed=0))
+    n = next(iter(stacked.values())).shape[0]
+    layers = [dense_layers(arch, {k: v[i] for k, v in stacked.items()}, 2) for i in range(n)]
+    return arch, stacked, layers
+
+
+def _grid_max(arch, stacked, target: int) -> float:
+    """Brute force on a 301 x 301 grid of [0, 1]^2: N's largest confidence in `target` where
+    some leave-one-out network does not predict `target` (a lower estimate of DB)."""
+    axis = torch.linspace(0, 1, 301)
+    x = torch.cartesian_prod(axis, axis)
+    with torch.no_grad():
+        logits = stacked_logits(arch, stacked, x)
+    leaks = (logits[1:].argmax(-1) != target).any(0)
+    n_logits = logits[0]
+    margin = n_logits[:, target] - n_logits[:, 1 - target]
+    return float(margin[leaks].max()) if leaks.any() else -math.inf
+
+
+@pytest.mark.parametrize("target", [0, 1])
+def test_every_variant_bounds_the_brute_force_maximum_and_techniques_tighten(
+    toy_networks, target: int
+) -> None:
+    arch, stacked, layers = toy_networks
+    truth = _grid_max(arch, stacked, target)
+    assert math.isfinite(truth)  # the toy is built so that leave-one-out networks disagree
+    db = {
+        v: decision_bound(layers[0], layers[1:], target, variant=v, time_limit=20).bound
+        for v in ("naive", "H", "HM", "HMRiS", "HMB", "full")
+    }
+    for variant, bound in db.items():
+        assert bound >= truth - 1e-6, (variant, bound, truth)
+    # naive solves each network exactly: the grid comes within its resolution.
+    assert db["naive"] - truth < 0.05
+    # Matching dependencies are valid inequalities, branch and bound refines the hyper set.
+    assert db["HM"] <= db["H"] + 1e-6
+    assert db["HMB"] <= db["HM"] + 1e-6
+    assert db["naive"] <= db["HMB"] + 1e-6
+    assert db["full"] <= db["HMRiS"] + 1e-6
+
+
+def test_dense_layers_reproduce_the_network(toy_networks) -> None:
+    arch, stacked, layers = toy_networks
+    x = torch.rand(50, 2, generator=torch.Generator().manual_seed(1))
+    out = x.double()
+    for k, (w, b) in enumerate(layers[3]):
+        out = out @ torch.from_numpy(w).T + torch.from_numpy(b)
+        out = out.clamp_min(0) if k < len(layers[3]) - 1 else out
+    expected = stacked_logits(arch, stacked, x)[3].double()
+    torch.testing.assert_close(out, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def fitted_lucid(tmp_path_factory: pytest.TempPathFactory):
+    task = TASKS.get("credit")(subsample=40, arch="2x6", train_epochs=300, n_test=300)
+    ctx = FitContext(0, ArtifactCache(Path(tmp_path_factory.mktemp("cache"))))
+    lucid = MECHANISMS.get("lucid")(eps=0.0, variant="HMB", time_limit=20.0, budget=60.0)
+    lucid.fit(task, task.splits(), ctx)
+    naive = MECHANISMS.get("naive-idp")(eps=0.0)
+    naive.fit(task, task.splits(), ctx)
+    return task, lucid, naive
+
+
+def test_lucid_bound_is_valid_on_probes_and_a_planted_small_bound_is_caught(fitted_lucid) -> None:
+    task, lucid, _ = fitted_lucid
+    assert lucid.claim_metrics(task, task.splits())["bound_validity"].value == 1.0
+    sound = lucid.bounds
+    lucid.bounds = torch.full_like(sound, -math.inf)  # never noise: leaks get through
+    try:
+        planted = lucid.claim_metrics(task, task.splits())["bound_validity"].value
+    finally:
+        lucid.bounds = sound
+    assert planted < 1.0
+
+
+def test_noise_only_below_the_bound_and_answers_are_remembered(fitted_lucid) -> None:
+    task, lucid, naive = fitted_lucid
+    x = task.splits().test.x
+    g = torch.Generator().manual_seed(0)
+    first = lucid.release(x, g)
+    again = lucid.release(x, torch.Generator().manual_seed(99))
+    assert torch.equal(first.values, again.values)  # repeated queries: same labels
+    with torch.no_grad():
+        logits = lucid.model(x)
+    confident = confidence(logits).double() > lucid.bounds[logits.argmax(1)]
+    assert torch.equal(first.meta["noised"], ~confident)
+    assert torch.equal(first.values[confident].argmax(1), logits.argmax(1)[confident])
+    # naive-idp noises exactly where networks disagree, a subset of where lucid noises.
+    noised_naive = naive.release(x, g).meta["noised"]
+    assert not (noised_naive & confident).any()
