@@ -62,7 +62,7 @@ def test_tabular_tasks_are_encoded_into_the_unit_box(name: str, features: int, t
 
 def test_tabular_options_and_missing_csv_are_refused_with_one_line(tmp_path) -> None:
     with pytest.raises(ConfigError, match="arch must be cnn1d or"):
-        TASKS.get("adult")(arch="3x7")
+        TASKS.get("adult")(arch="3x0")
     with pytest.raises(ConfigError, match="subsample must be"):
         TASKS.get("german")(subsample=0)
     with pytest.raises(DataMissingError, match=r"twitter\.csv is missing"):
