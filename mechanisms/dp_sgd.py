@@ -1,0 +1,140 @@
+"""`dp-sgd`: the DP training baseline of LUCID's comparison (seed 003, Table 3): the same
+architecture trained with DP-SGD (Abadi et al. 2016) through Opacus, its labels served as
+they are. (eps, delta)-DP training implies (eps, delta)-iDP for the given dataset (Soria-Comas
+et al. 2017), and label queries are post-processing of the trained network.
+
+The noise multiplier is the smallest that Opacus's RDP accountant certifies for the target
+eps at the run's sampling rate and epochs (its binary search, `make_private_with_epsilon`),
+with per-sample clipping to `max_grad_norm`. eps = 0 is impossible for DP training.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.errors import ConfigError
+from bench.hashing import seeded_init
+from bench.protocols import FitContext, Guarantee, Splits, Task
+from bench.registry import register_mechanism
+from mechanisms.label_only import LabelOnlyMechanism
+
+LR = 0.1  # LUCID's SGD learning rate, so the two rows differ only by the DP training
+BATCH = 1024
+
+
+def train_dp_sgd(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    eps: float,
+    delta: float,
+    epochs: int,
+    max_grad_norm: float,
+    seed: int,
+) -> tuple[dict[str, torch.Tensor], float]:
+    """Train `model` with DP-SGD for (eps, delta); returns its weights and the noise
+    multiplier the accountant chose."""
+    from opacus import PrivacyEngine
+    from torch.utils.data import DataLoader, TensorDataset
+
+    loader = DataLoader(
+        TensorDataset(x, y),
+        batch_size=min(BATCH, len(x)),
+        generator=torch.Generator().manual_seed(seed),
+    )
+    optimiser = torch.optim.SGD(model.parameters(), lr=LR)
+    engine = PrivacyEngine(accountant="rdp")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)  # Opacus draws its noise from the global generator
+        try:
+            private, optimiser, loader = engine.make_private_with_epsilon(
+                module=model,
+                optimizer=optimiser,
+                data_loader=loader,
+                target_epsilon=eps,
+                target_delta=delta,
+                epochs=epochs,
+                max_grad_norm=max_grad_norm,
+            )
+        except ValueError as exc:  # the accountant's noise search found no multiplier
+            raise ConfigError(
+                f"mechanism dp-sgd: eps={eps:g} at delta={delta:g} is out of reach for "
+                f"{epochs} epochs at sampling rate {min(BATCH, len(x)) / len(x):.3g} ({exc}); "
+                "raise eps or lower the task's train_epochs"
+            ) from exc
+        private.train()
+        for _ in range(epochs):
+            for xb, yb in loader:
+                if len(xb) == 0:  # Poisson sampling can draw an empty batch
+                    continue
+                optimiser.zero_grad()
+                F.cross_entropy(private(xb), yb).backward()
+                optimiser.step()
+    weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    return weights, float(optimiser.noise_multiplier)
+
+
+@register_mechanism
+class DPSGD(LabelOnlyMechanism):
+    """Labels of a network trained with DP-SGD at (eps, delta); no noise at query time."""
+
+    name = "dp-sgd"
+    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "delta": 1e-5, "max_grad_norm": 1.0}
+
+    def check_params(self) -> None:
+        p = self.params
+        for key in ("eps", "max_grad_norm"):
+            if not (isinstance(p[key], int | float) and math.isfinite(p[key]) and p[key] > 0):
+                raise ConfigError(f"mechanism dp-sgd: {key} must be a positive number")
+        if not (isinstance(p["delta"], int | float) and 0 < p["delta"] < 1):
+            raise ConfigError("mechanism dp-sgd: delta must lie in (0, 1)")
+
+    def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        self.num_classes = task.num_classes
+        self.memory = {}
+        train = task.splits().train
+        epochs = int(task.config().get("train_epochs", 30))
+        recipe = {
+            "artifact": "dp-sgd-network",
+            "task": task.config(),
+            "data": task.data_fingerprint(),
+            "seed": ctx.seed,
+            "epochs": epochs,
+            "params": self.params,
+        }
+
+        def build() -> dict[str, torch.Tensor]:
+            with seeded_init(ctx.seed, "dp-sgd-init"):
+                model = task.model()
+            weights, sigma = train_dp_sgd(
+                model,
+                train.x,
+                train.y,
+                eps=float(self.params["eps"]),
+                delta=float(self.params["delta"]),
+                epochs=epochs,
+                max_grad_norm=float(self.params["max_grad_norm"]),
+                seed=ctx.seed,
+            )
+            return {**weights, "noise_multiplier": torch.tensor(sigma)}
+
+        state = ctx.cache.get_or_build(recipe, build)
+        self.noise_multiplier = float(state["noise_multiplier"])
+        model = task.model()
+        model.load_state_dict({k: v for k, v in state.items() if k != "noise_multiplier"})
+        self.model = model.eval()
+
+    def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(x), dtype=torch.bool)
+
+    def guarantee(self) -> Guarantee:
+        p = self.params
+        return Guarantee(
+            "dp", {"eps": float(p["eps"]), "delta": float(p["delta"])}, "training-set/add-remove"
+        )
