@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 
 # Nothing downloads at run time: the text tasks' Hugging Face loaders must work offline.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -106,3 +108,14 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     where = tmp_path_factory.mktemp("smoke")
     proc = run_cli(*SMOKE_ARGS, "--jobs", "2", cwd=where, check=True)
     return where, proc.stdout
+
+
+@pytest.fixture(scope="module")
+def one_thread() -> Iterator[None]:
+    """Small ops on a shared, loaded 2-core machine run several times faster on one thread
+    (OpenMP workers wait on each other); restored for the other modules. Use it per module
+    with `pytestmark = pytest.mark.usefixtures("one_thread")`."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

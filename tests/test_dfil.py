@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,14 +27,7 @@ TAU2 = GaussianTask.tau**2
 TARGETS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small ops on a shared, loaded 2-core machine run several times faster on one thread
-    (OpenMP workers wait on each other); restored for the other modules."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _ctx(root: Path, seed: int = 0) -> FitContext:

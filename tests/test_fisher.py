@@ -5,7 +5,6 @@ standard error, Hutchinson, and the dFIL calibration formula."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -19,15 +18,7 @@ from bench.certify.fisher import (
     sigma_for_target,
 )
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small ops on a shared, loaded 2-core machine run several times faster on one thread
-    (OpenMP workers wait on each other); restored for the other modules."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _brute_force(encoder: nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -4,7 +4,6 @@ Trees prior term: exact for Gaussians, and sliced score matching recovering it."
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -19,15 +18,7 @@ from bench.certify.fisher_bounds import (
 )
 from bench.certify.score_matching import estimate_prior_term, gaussian_prior_term
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    """Small ops on a shared, loaded 2-core machine run several times faster on one thread
-    (OpenMP workers wait on each other); restored for the other modules."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _efficient(bound: torch.Tensor, d: int = 784, seed: int = 0) -> tuple[torch.Tensor, ...]:
