@@ -161,17 +161,16 @@ def mnist_subset() -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(x).reshape(-1, 28, 28).astype(np.uint8), np.asarray(y).astype(np.int64)
 
 
-def _load_cifar_batch(
-    path: Path, label_key: bytes = b"labels", kind: str = "CIFAR-10 python batch"
-) -> tuple[np.ndarray, np.ndarray]:
-    """One python-pickled CIFAR batch -> (N, 32, 32, 3) uint8, (N,) int64 labels read from
-    `label_key` (CIFAR-100 splits: b"fine_labels"); trusted files only."""
+def _load_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One python-pickled CIFAR batch -> (N, 32, 32, 3) uint8, (N,) int64 (trusted files only)."""
     try:
         with path.open("rb") as f:
             batch = pickle.load(f, encoding="bytes")
-        data, labels = batch[b"data"], batch[label_key]
+        data, labels = batch[b"data"], batch[b"labels"]
     except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as exc:
-        raise DataMissingError(f"{path} is not a {kind} ({exc!r}); replace it") from exc
+        raise DataMissingError(
+            f"{path} is not a CIFAR-10 python batch ({exc!r}); replace it"
+        ) from exc
     x = np.asarray(data, dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
     return x, np.asarray(labels, dtype=np.int64)
 
