@@ -198,3 +198,35 @@ def test_gurobi_requested_without_gurobipy(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(ConfigError, match="gurobipy"):
         m.solve(solver="gurobi")
     assert m.solve(solver="auto").solver == "highs"
+
+
+def test_box_with_a_half_width_per_coordinate_is_exact() -> None:
+    """A hyperrectangle (one half-width per coordinate, as the PTR region certificate uses)
+    gives the brute-force maximum too, and refuses a radius of the wrong length."""
+    net = random_net([3, 5, 4, 3], 7)
+    c = np.random.default_rng(7).uniform(-1, 1, 3)
+    radius = np.array([0.05, 0.4, 0.2])
+    want = brute_force(net, c, radius, "l1")  # type: ignore[arg-type]
+    got = local_lipschitz(net, c, radius, "l1", solver="highs")
+    assert got.exact and got.upper == pytest.approx(want, rel=1e-6)
+    assert upper_bound(net, c, radius) >= want * (1 - 1e-9)
+    with pytest.raises(ConfigError):
+        local_lipschitz(net, c, np.array([0.1, 0.2]), "l1")
+
+
+def test_node_limit_is_sound_and_deterministic() -> None:
+    """A node-limited solve keeps a certified upper bound (never below the exact constant),
+    returns the incumbent's input point, and gives the same answer every time."""
+    net = random_net([6, 12, 12, 6], 3)
+    c = np.random.default_rng(3).uniform(-1, 1, 6)
+    exact = local_lipschitz(net, c, 0.5, "l1", solver="highs")
+    runs = [local_lipschitz(net, c, 0.5, "l1", solver="highs", node_limit=1) for _ in range(2)]
+    assert runs[0].upper == runs[1].upper and runs[0].lower == runs[1].lower
+    assert runs[0].upper >= exact.lower * (1 - 1e-9) >= runs[0].lower * (1 - 1e-9)
+    assert runs[0].status in ("node_limit", "optimal")
+    point = exact.argmax
+    assert point is not None and np.all(np.abs(point - c) <= 0.5 + 1e-9)
+    # a point of the box: its Jacobian norm is a valid witness (<= the certified constant)
+    assert 0 < operator_norms(net.jacobians(point[None]), "l1")[0] <= exact.upper
+    with pytest.raises(ConfigError):
+        build_milp(net, c, 0.5, "l1").solve(node_limit=0)

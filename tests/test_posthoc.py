@@ -12,18 +12,21 @@ from scipy.stats import binomtest
 
 from bench.cache import ArtifactCache
 from bench.certify.audit import audit_mechanism
-from bench.certify.local_lipschitz import ReluMLP, build_milp, local_lipschitz
+from bench.certify.local_lipschitz import ReluMLP, build_milp, local_lipschitz, operator_norms
 from bench.errors import ConfigError
 from bench.protocols import FitContext
 from bench.suite import make_task
 from mechanisms.posthoc.mechanism import LDPEmbedding, PosthocPTR
 from mechanisms.posthoc.models import contrastive_loss, variant_parts
 from mechanisms.posthoc.ptr import (
+    Certifier,
     PTRConfig,
     abstain_threshold,
+    certify_region,
     compute_phi,
     default_r_max,
     phi_noise_scale,
+    ptr_test,
     release_scale,
 )
 from tests.test_local_lipschitz import random_net
@@ -71,8 +74,9 @@ def test_phi_is_the_largest_certified_grid_radius() -> None:
     res = compute_phi(net, c, cfg)
     assert res.exact and res.phi > 0
     rho = 2 * res.phi
+    assert any(rho == pytest.approx(cfg.grid_radius(j)) for j in range(cfg.last + 1))
     assert build_milp(net, c, rho, "l1").solve(solver="highs").bound <= cfg.delta_p * (1 + 1e-6)
-    step = (cfg.r_max - cfg.radius) / 2**cfg.levels
+    step = (cfg.r_max - cfg.radius) / cfg.last
     assert step <= cfg.radius
     if rho < cfg.r_max:
         above = build_milp(net, c, rho + step, "l1").solve(solver="highs")
@@ -82,6 +86,56 @@ def test_phi_is_the_largest_certified_grid_radius() -> None:
 def test_phi_is_zero_when_the_proposal_fails_at_r() -> None:
     net, c, cfg = _net_and_cfg(0.9)
     assert compute_phi(net, c, cfg).phi == 0.0
+
+
+def test_grid_lookup() -> None:
+    cfg = PTRConfig(2.0, 0.05, 0.2, 1.0, default_r_max(2.0, 0.05, 0.2))
+    assert cfg.grid_radius(0) == cfg.radius and cfg.grid_radius(cfg.last) == pytest.approx(
+        cfg.r_max
+    )
+    for s in [*np.linspace(-1.0, cfg.r_max + 1.0, 997).tolist(), cfg.grid_radius(5)]:
+        j = cfg.first_point_above(s)
+        if s >= cfg.r_max:
+            assert j is None
+            continue
+        assert j is not None and cfg.grid_radius(j) > s
+        assert j == 0 or cfg.grid_radius(j - 1) <= s
+
+
+@pytest.mark.parametrize("factor", [0.9, 1.05, 1.3, 3.0])
+def test_one_decision_equals_alg1_bisection(factor: float) -> None:
+    """ptr_test's single decision releases exactly when phi + Z > ln(1/delta) R / eps with
+    phi from the bisection, for every noise value Z (so the test has Alg. 1's law)."""
+    net, c, cfg = _net_and_cfg(factor)
+    phi = compute_phi(net, c, cfg)
+    assert phi.exact
+    thr = abstain_threshold(cfg.eps, cfg.delta, cfg.radius)
+    shared = Certifier(net, c, cfg)
+    noises = np.linspace(thr - cfg.r_max / 2 - 0.1, thr + 0.1, 61).tolist()
+    noises += [thr - phi.phi, thr - phi.phi + 1e-9, thr - phi.phi - 1e-9]
+    for z in noises:
+        fresh = ptr_test(Certifier(net, c, cfg), z)
+        assert fresh.released == (phi.phi + z > thr), (z, phi.phi)
+        assert ptr_test(shared, z).released == fresh.released  # memoised decisions agree
+
+
+def test_region_certificate_is_sound_and_decides_covered_boxes() -> None:
+    """The region's certified constant bounds the Jacobian norm at every point of the grown
+    box; with DeltaP above it, covered boxes are decided without a MILP."""
+    net = random_net([4, 6, 6, 4], 21)
+    rng = np.random.default_rng(5)
+    z_train = rng.uniform(-1, 1, (50, 4))
+    cfg = PTRConfig(2.0, 0.05, 0.2, 1e6, default_r_max(2.0, 0.05, 0.2), solver="highs")
+    region = certify_region(net, z_train, cfg)
+    assert region.feasible
+    lo, hi = z_train.min(0) - cfg.r_max, z_train.max(0) + cfg.r_max
+    points = rng.uniform(lo, hi, (2000, 4))
+    assert operator_norms(net.jacobians(points), "l1").max() <= region.lipschitz
+    cert = Certifier(net, z_train[0], cfg, region)
+    assert cert.feasible(cfg.last) and cert.milps == 0
+    assert not region.covers(hi + 1.0, cfg.radius)  # outside: the per-query path decides
+    tight = PTRConfig(2.0, 0.05, 0.2, 1e-3, cfg.r_max, solver="highs")
+    assert not certify_region(net, z_train, tight).feasible
 
 
 @pytest.fixture(scope="module")
@@ -105,8 +159,10 @@ def test_release_noise_scale_guarantee_and_bottom(fitted: tuple[PosthocPTR, obje
     x = task.splits().test.x[:3]  # type: ignore[attr-defined]
     rel = mech.release(x, torch.Generator().manual_seed(1))
     thr = abstain_threshold(10.0, 0.05, 0.05)
-    assert torch.equal(rel.released, rel.meta["phi_hat"] > thr)
-    assert torch.all(rel.meta["phi"] <= mech.cfg.r_max / 2)
+    z = mech.vae(x).detach().double().numpy()
+    phi = torch.tensor([compute_phi(mech.relu_net, row, mech.cfg).phi for row in z])
+    assert torch.equal(rel.released, phi + rel.meta["test_noise"].double() > thr)
+    assert torch.all(rel.meta["ptr_exact"] == 1)
     # the released values are f(g(x)) + Laplace(scale): residuals have mean |.| = scale
     many = mech.release(x[:1].expand(4000, -1, -1, -1).clone(), torch.Generator().manual_seed(2))
     resid = (many.values - mech.encoder()(x[:1]).detach())[many.released]
@@ -120,19 +176,22 @@ def test_never_releases_when_the_proposal_fails_except_with_prob_delta_over_2(
     """With DeltaP below every local Lipschitz constant, L(x, R) > DeltaP and phi = 0, so a
     release happens only when Lap(R/eps) > ln(1/delta) R/eps: probability delta/2 exactly."""
     mech, task = fitted
-    cfg = mech.cfg
+    cfg, region = mech.cfg, mech.region
     mech.cfg = PTRConfig(cfg.eps, cfg.delta, cfg.radius, 1e-6, cfg.r_max, solver="highs")
-    mech._phi_memo = {}
+    mech.region = certify_region(mech.relu_net, np.zeros((1, mech.relu_net.in_dim)), mech.cfg)
+    mech._certifiers = {}
     try:
         x = task.splits().test.x[:1].expand(20000, -1, -1, -1).clone()  # type: ignore[attr-defined]
         rel = mech.release(x, torch.Generator().manual_seed(3))
-        assert torch.all(rel.meta["phi"] == 0)
+        thr = abstain_threshold(cfg.eps, cfg.delta, cfg.radius)
+        assert not mech.region.feasible
+        assert torch.equal(rel.released, rel.meta["test_noise"] > thr)  # phi = 0 exactly
         k = int(rel.released.sum())
         assert binomtest(k, len(x), cfg.delta / 2, alternative="greater").pvalue > 1e-3
         assert binomtest(k, len(x), cfg.delta / 2).pvalue > 1e-4  # and it is delta/2, not less
     finally:
-        mech.cfg = cfg
-        mech._phi_memo = {}
+        mech.cfg, mech.region = cfg, region
+        mech._certifiers = {}
 
 
 def test_audit_reports_the_embedding_space_claim_as_not_audited(

@@ -39,6 +39,7 @@ from bench.errors import ConfigError
 
 OutNorm = Literal["l1", "linf"]
 OUT_NORMS = ("l1", "linf")
+Radius = float | np.ndarray  # an l_inf ball, or one half-width per coordinate (a box)
 _ENUM_MAX_K = 14  # exact ||.||_{inf->1} by enumerating sign vectors up to this output size
 SAFETY = 1e-6  # relative padding on solver bounds: integrality / feasibility tolerances
 
@@ -107,14 +108,18 @@ class ReluMLP:
         return jac
 
 
-def check_box(net: ReluMLP, center: np.ndarray, radius: float) -> np.ndarray:
-    """The centre as float64 (in_dim,); refuse a bad radius or a centre of the wrong size."""
+def check_box(net: ReluMLP, center: np.ndarray, radius: Radius) -> np.ndarray:
+    """The centre as float64 (in_dim,); refuse a bad radius or a centre of the wrong size.
+    A radius is a scalar (an l_inf ball) or one half-width per coordinate (a box)."""
     c = np.asarray(center, dtype=np.float64).reshape(-1)
     if c.shape[0] != net.in_dim:
         raise ConfigError(
             f"box centre has {c.shape[0]} coordinates, the network takes {net.in_dim}"
         )
-    if not (radius >= 0 and math.isfinite(radius)) or not np.all(np.isfinite(c)):
+    r = np.asarray(radius, dtype=np.float64)
+    if r.ndim > 1 or (r.ndim == 1 and r.shape[0] != c.shape[0]):
+        raise ConfigError(f"box radius must be a scalar or one per coordinate ({c.shape[0]})")
+    if not (np.all(r >= 0) and np.all(np.isfinite(r))) or not np.all(np.isfinite(c)):
         raise ConfigError(f"box radius must be finite and >= 0 (got {radius}), centre finite")
     return c
 
@@ -131,7 +136,7 @@ def operator_norms(jac: np.ndarray, out_norm: OutNorm) -> np.ndarray:
 
 
 def interval_preactivation_bounds(
-    net: ReluMLP, center: np.ndarray, radius: float
+    net: ReluMLP, center: np.ndarray, radius: Radius
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Interval-arithmetic bounds [l, u] on every hidden layer's pre-activation over the box."""
     lo, hi = center - radius, center + radius
@@ -156,7 +161,7 @@ def _relu_relaxation(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, ...]:
 
 
 def preactivation_bounds(
-    net: ReluMLP, center: np.ndarray, radius: float
+    net: ReluMLP, center: np.ndarray, radius: Radius
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Sound bounds [l, u] on every hidden pre-activation over the box: interval arithmetic
     intersected with linear back-substitution through the triangle relaxations of earlier
@@ -176,7 +181,9 @@ def preactivation_bounds(
                 lam = pos * s_u + neg * s_l
                 const = const + lam @ net.biases[k]
                 lam = lam @ net.weights[k]
-            bounds.append(lam @ center + const + np.abs(lam).sum(1) * radius)
+            bounds.append(
+                lam @ center + const + np.abs(lam) @ np.broadcast_to(radius, center.shape)
+            )
         hi_lin, lo_lin = bounds[0], -bounds[1]
         lo = np.maximum(ibp[m][0], lo_lin)
         hi = np.minimum(ibp[m][1], hi_lin)
@@ -222,7 +229,9 @@ def backward_bounds(
     return vs, (lo, hi)
 
 
-def upper_bound(net: ReluMLP, center: np.ndarray, radius: float, out_norm: OutNorm = "l1") -> float:
+def upper_bound(
+    net: ReluMLP, center: np.ndarray, radius: Radius, out_norm: OutNorm = "l1"
+) -> float:
     """A cheap sound upper bound on L(f, box): the smaller of the interval backward bound
     and the product of per-layer operator norms with stable-off neurons removed."""
     c = check_box(net, center, radius)
@@ -285,7 +294,7 @@ def lower_bound(
     return float(norms.max())
 
 
-def build_milp(net: ReluMLP, center: np.ndarray, radius: float, out_norm: OutNorm) -> MILP:
+def build_milp(net: ReluMLP, center: np.ndarray, radius: Radius, out_norm: OutNorm) -> MILP:
     """LipMIP's MILP for max ||J(x)^T c||_1 over x in the box and c in the dual ball."""
     if out_norm not in OUT_NORMS:
         raise ConfigError(f"output norm must be one of {OUT_NORMS}, got {out_norm!r}")
@@ -394,7 +403,7 @@ class LipschitzResult:
 def local_lipschitz(
     net: ReluMLP,
     center: np.ndarray,
-    radius: float,
+    radius: Radius,
     out_norm: OutNorm = "l1",
     *,
     time_limit: float | None = None,
@@ -402,18 +411,19 @@ def local_lipschitz(
     threshold: float | None = None,
     samples: int = 32,
     seed: int = 0,
+    node_limit: int | None = None,
 ) -> LipschitzResult:
     """L(f, box) by the MILP; with `threshold`, stop once L <= threshold or L > threshold is
     certified (cheap bounds first, then the MILP's dual bound / incumbent)."""
     c = check_box(net, center, radius)
     ub = upper_bound(net, c, radius, out_norm)
     lb = lower_bound(net, c, radius, out_norm, n=samples, seed=seed)
-    if ub <= lb * (1 + 2 * SAFETY) or radius == 0:
+    if ub <= lb * (1 + 2 * SAFETY) or not np.any(np.asarray(radius) > 0):
         return LipschitzResult(ub, lb, True, "bounds")
     if threshold is not None and (ub <= threshold or lb > threshold):
         return LipschitzResult(ub, lb, False, "bounds")
     result = build_milp(net, c, radius, out_norm).solve(
-        time_limit=time_limit, solver=solver, threshold=threshold
+        time_limit=time_limit, solver=solver, threshold=threshold, node_limit=node_limit
     )
     return _from_milp(result, ub, lb, net.in_dim)
 
@@ -425,6 +435,8 @@ def _from_milp(result: MILPResult, ub: float, lb: float, in_dim: int) -> Lipschi
         )
     upper = min(ub, result.bound * (1 + SAFETY))
     lower = max(lb, result.incumbent if result.incumbent is not None else -math.inf)
+    # build_milp adds the input x first: the incumbent's point is the solution's head
+    point = result.solution[:in_dim].copy() if result.solution is not None else None
     return LipschitzResult(
         upper,
         lower,
@@ -433,6 +445,7 @@ def _from_milp(result: MILPResult, ub: float, lb: float, in_dim: int) -> Lipschi
         result.solver,
         result.seconds,
         result.status,
+        point,
     )
 
 

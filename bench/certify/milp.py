@@ -28,7 +28,9 @@ from scipy import sparse
 from bench.errors import ConfigError
 
 Sense = Literal["max", "min"]
-Status = Literal["optimal", "time_limit", "decided", "infeasible", "unbounded", "error"]
+Status = Literal[
+    "optimal", "time_limit", "node_limit", "decided", "infeasible", "unbounded", "error"
+]
 SOLVERS = ("auto", "highs", "gurobi")
 _GUROBI_NOTE = {"warned": False}
 
@@ -40,7 +42,8 @@ class MILPResult:
     `bound` is the certified bound on the optimum (an upper bound for a maximisation, a
     lower bound for a minimisation; +-inf when the solver proved nothing); `incumbent` is
     the best feasible objective found (None if none), `solution` its variable values.
-    `status` "decided" means the solve stopped early because the threshold was settled.
+    `status` "decided" means the solve stopped early because the threshold was settled;
+    "time_limit" / "node_limit" that a budget ran out first (bound and incumbent stay valid).
     """
 
     status: Status
@@ -164,15 +167,22 @@ class MILP:
         threshold: float | None = None,
         threads: int = 1,
         rel_gap: float = 1e-6,
+        node_limit: int | None = None,
     ) -> MILPResult:
         """Solve; with `threshold`, stop once optimum <= / > threshold is certified (max
-        sense: bound <= threshold, or incumbent > threshold; mirrored for min)."""
+        sense: bound <= threshold, or incumbent > threshold; mirrored for min).
+
+        `node_limit` caps branch-and-bound nodes: unlike a time limit, the outcome is then
+        the same on every machine (one thread, fixed seed), so results are reproducible."""
         if solver not in SOLVERS:
             raise ConfigError(f"unknown MILP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
         if time_limit is not None and not time_limit > 0:
             raise ConfigError(f"MILP time limit must be positive, got {time_limit}")
+        if node_limit is not None and not node_limit >= 1:
+            raise ConfigError(f"MILP node limit must be a positive integer, got {node_limit}")
+        limits = _Limits(time_limit, node_limit, threshold, threads, rel_gap)
         if solver in ("auto", "gurobi") and gurobi_available():
-            result = _solve_gurobi(self, time_limit, threshold, threads, rel_gap)
+            result = _solve_gurobi(self, limits)
             if result is not None:
                 return result
             if solver == "gurobi":
@@ -182,7 +192,18 @@ class MILP:
                 "solver 'gurobi' requested but gurobipy is not installed "
                 "(pip install 'bench-privacy[gurobi]'); or use solver 'highs'"
             )
-        return _solve_highs(self, time_limit, threshold, threads, rel_gap)
+        return _solve_highs(self, limits)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """What bounds one solve: budgets, the decision threshold and solver settings."""
+
+    time_limit: float | None
+    node_limit: int | None
+    threshold: float | None
+    threads: int
+    rel_gap: float
 
 
 def settled(sense: Sense, bound: float, incumbent: float | None, threshold: float) -> bool:
@@ -212,18 +233,20 @@ def _note_gurobi_fallback() -> None:
         )
 
 
-def _solve_highs(
-    m: MILP, time_limit: float | None, threshold: float | None, threads: int, rel_gap: float
-) -> MILPResult:
+def _solve_highs(m: MILP, limits: _Limits) -> MILPResult:
     import highspy
+
+    time_limit, threshold = limits.time_limit, limits.threshold
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", int(threads))
-    h.setOptionValue("mip_rel_gap", rel_gap)
+    h.setOptionValue("threads", int(limits.threads))
+    h.setOptionValue("mip_rel_gap", limits.rel_gap)
     h.setOptionValue("random_seed", 0)
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
+    if limits.node_limit is not None:
+        h.setOptionValue("mip_max_nodes", int(limits.node_limit))
     a = m.matrix().tocsc()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = m.num_vars, m.num_rows
@@ -296,6 +319,8 @@ def _solve_highs(
         st = "decided"
     elif status == ms.kTimeLimit:
         st = "time_limit"
+    elif status == ms.kSolutionLimit and limits.node_limit is not None:
+        st = "node_limit"  # HiGHS reports mip_max_nodes exhaustion as a solution limit
     else:
         st = "error"
         bound = math.inf if m.sense == "max" else -math.inf
@@ -313,23 +338,25 @@ def _gap(bound: float, incumbent: float | None) -> float:
     return abs(bound - incumbent) / max(abs(incumbent), 1e-10)
 
 
-def _solve_gurobi(
-    m: MILP, time_limit: float | None, threshold: float | None, threads: int, rel_gap: float
-) -> MILPResult | None:
+def _solve_gurobi(m: MILP, limits: _Limits) -> MILPResult | None:
     """Solve with Gurobi; None when the licence refuses the model (caller falls back)."""
     import gurobipy as gp
     from gurobipy import GRB
+
+    time_limit, threshold = limits.time_limit, limits.threshold
 
     try:
         env = gp.Env(empty=True)
         env.setParam("OutputFlag", 0)
         env.start()
         model = gp.Model(env=env)
-        model.Params.Threads = int(threads)
-        model.Params.MIPGap = rel_gap
+        model.Params.Threads = int(limits.threads)
+        model.Params.MIPGap = limits.rel_gap
         model.Params.Seed = 0
         if time_limit is not None:
             model.Params.TimeLimit = float(time_limit)
+        if limits.node_limit is not None:
+            model.Params.NodeLimit = float(limits.node_limit)
         vtype = np.array([GRB.BINARY if b else GRB.CONTINUOUS for b in m.integer])
         x = model.addMVar(m.num_vars, lb=np.asarray(m.lb), ub=np.asarray(m.ub), vtype=vtype)
         a = m.matrix()
@@ -377,6 +404,8 @@ def _solve_gurobi(
         st = "decided"
     elif model.Status == GRB.TIME_LIMIT:
         st = "time_limit"
+    elif model.Status == GRB.NODE_LIMIT:
+        st = "node_limit"
     else:
         st, bound = "error", inf
     nodes = int(model.NodeCount) if model.IsMIP else 0

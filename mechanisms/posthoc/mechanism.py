@@ -3,6 +3,7 @@ the beta-VAE embedding), after Singh et al. 2023 and its supplement's Table 1.""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -13,7 +14,7 @@ from torch import nn
 from bench.certify import milp as milp_layer  # a module value: the job hash covers it
 from bench.certify.local_lipschitz import ReluMLP, local_lipschitz
 from bench.errors import ConfigError
-from bench.hashing import files_digest, seeded_init, tensor_digest
+from bench.hashing import files_digest, seeded_init
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.calibration import check_privacy_params, laplace_scale
@@ -26,11 +27,13 @@ from mechanisms.posthoc.models import (
     train_vae,
 )
 from mechanisms.posthoc.ptr import (
+    CertifiedRegion,
+    Certifier,
     PTRConfig,
-    abstain_threshold,
-    compute_phi,
+    certify_region,
     default_r_max,
     phi_noise_scale,
+    ptr_test,
     release_scale,
 )
 
@@ -97,10 +100,6 @@ class PosthocPTR(Mechanism):
     name = "posthoc-ptr"
     modalities = frozenset({"image"})
     may_abstain = True
-    expected_failures: ClassVar[dict[str, str]] = {
-        "check_time_budget": "each query solves exact local Lipschitz MILPs (binary search of "
-        "PTR): ~0.2-1 s per release on 2 cores, above the 100 ms budget (paper: 2 s/image)",
-    }
     defaults: ClassVar[dict[str, Any]] = {
         "eps": 1.0,
         "delta": 0.05,
@@ -113,6 +112,7 @@ class PosthocPTR(Mechanism):
         "n_calib": 60,
         "r_max": 0.0,
         "time_limit": 10.0,
+        "node_limit": 5000,
         "solver": "auto",
         "finetune_epochs": 5,
     }
@@ -126,7 +126,7 @@ class PosthocPTR(Mechanism):
             raise ConfigError(f"posthoc-ptr: solver must be one of {', '.join(milp_layer.SOLVERS)}")
         if not 0 <= float(p["alpha"]) < 1:
             raise ConfigError("posthoc-ptr: alpha (ARL weight) must lie in [0, 1)")
-        for key in ("vae_epochs", "obf_epochs", "n_calib"):
+        for key in ("vae_epochs", "obf_epochs", "n_calib", "node_limit"):
             if not (isinstance(p[key], int) and p[key] >= 1):
                 raise ConfigError(f"posthoc-ptr: {key} must be a positive integer")
         if float(p["r_max"]) and float(p["r_max"]) <= float(p["R"]):
@@ -204,7 +204,9 @@ class PosthocPTR(Mechanism):
             r_max,
             time_limit=float(p["time_limit"]),
             solver=str(p["solver"]),
+            node_limit=int(p["node_limit"]),
         )
+        self.region = self._region(z_train)
         self.scale = release_scale(self.delta_p, eps, radius)
         with torch.no_grad():
             out_train = self.f(z_train)
@@ -216,7 +218,19 @@ class PosthocPTR(Mechanism):
             int(p["finetune_epochs"]),
             ctx.generator("posthoc-finetune"),
         )
-        self._phi_memo: dict[bytes, tuple[float, float, bool]] = {}
+        self._certifiers: dict[bytes, Certifier] = {}
+
+    def _region(self, z_train: torch.Tensor) -> CertifiedRegion:
+        """The fit-time region certificate over the training embeddings (cached)."""
+        recipe = {
+            "artifact": "posthoc-region",
+            **self.model_key,
+            "cfg": repr(self.cfg),
+            "certify_code": files_digest(_CODE),
+        }
+        return self.ctx.cache.get_or_build(
+            recipe, lambda: certify_region(self.relu_net, z_train.double().numpy(), self.cfg)
+        )
 
     def _calibrate(self, z: torch.Tensor, radius: float) -> dict[str, Any]:
         """Exact local Lipschitz constants (certified upper bounds) at training embeddings."""
@@ -229,6 +243,7 @@ class PosthocPTR(Mechanism):
                 "l1",
                 time_limit=float(self.params["time_limit"]),
                 solver=str(self.params["solver"]),
+                node_limit=int(self.params["node_limit"]),
             )
             values.append(res.upper)
             exact.append(res.exact)
@@ -241,54 +256,42 @@ class PosthocPTR(Mechanism):
 
     # ------------------------------------------------------------------ release
 
-    def _phis(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """phi, certified L(f, N(z, R)) and exactness per row (memoised: phi is a
-        deterministic function of z, so recomputing it would only cost time)."""
-        rows = z.double().numpy()
-        out = []
-        for row in rows:
-            key = row.tobytes()
-            if key not in self._phi_memo:
-                res = compute_phi(self.relu_net, row, self.cfg)
-                self._phi_memo[key] = (res.phi, res.lipschitz_upper, res.exact)
-            out.append(self._phi_memo[key])
-        arr = torch.tensor(out, dtype=torch.float64).reshape(len(rows), 3)
-        return arr[:, 0], arr[:, 1], arr[:, 2] > 0
-
-    def phis_cached(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`_phis` through the artifact cache, so jobs sharing a model reuse the MILPs."""
-        recipe = {
-            "artifact": "posthoc-phi",
-            **self.model_key,
-            "cfg": repr(self.cfg),
-            "certify_code": files_digest(_CODE),
-            "inputs": tensor_digest(z),
-        }
-        return self.ctx.cache.get_or_build(recipe, lambda: self._phis(z))
+    def certifier(self, z: np.ndarray) -> Certifier:
+        """The memoised decisions for embedding z (deterministic in z, so kept across
+        queries: a repeated input costs nothing)."""
+        key = z.tobytes()
+        if key not in self._certifiers:
+            self._certifiers[key] = Certifier(self.relu_net, z, self.cfg, self.region)
+        return self._certifiers[key]
 
     @torch.no_grad()
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
-        eps, delta, radius = (float(self.params[k]) for k in ("eps", "delta", "R"))
+        eps, radius = float(self.params["eps"]), float(self.params["R"])
         z = self.vae(x)
         out = self.f(z)
-        phi, lip, exact = self.phis_cached(z) if len(x) > 1 else self._phis(z)
-        # 3. Test (Lemma 4.3): phi_hat = phi + Lap(R / eps); ⊥ if <= ln(1/delta) R / eps.
+        # 3. Test (Lemma 4.3): draw Z ~ Lap(R / eps), then one certified decision decides
+        # phi + Z > ln(1/delta) R / eps (ptr.ptr_test: same law as Alg. 1's bisection).
         test_noise = NoiseModel("laplace", phi_noise_scale(eps, radius)).sample(
             (len(x),), generator
         )
-        phi_hat = phi + test_noise.double()
-        released = phi_hat > abstain_threshold(eps, delta, radius)
+        decisions = [
+            ptr_test(self.certifier(row), float(noise))
+            for row, noise in zip(z.double().numpy(), test_noise.double().tolist(), strict=True)
+        ]
+        released = torch.tensor([d.released for d in decisions], dtype=torch.bool)
         # 4. Release f(g(x)) + Lap(DeltaP R / eps) per coordinate (ptr.release_scale).
         values = out + NoiseModel("laplace", self.scale).sample(out.shape, generator)
         values = torch.where(released[:, None], values, torch.zeros_like(values))
         return Release(
             values,
-            released.bool(),
+            released,
             {
-                "phi": phi.float(),
-                "phi_hat": phi_hat.float(),
-                "lipschitz": lip.float(),
-                "ptr_exact": exact.float(),
+                "test_noise": test_noise.float(),
+                "test_radius": torch.tensor(
+                    [math.nan if d.radius is None else d.radius for d in decisions]
+                ),
+                "ptr_exact": torch.tensor([float(d.exact) for d in decisions]),
+                "ptr_milps": torch.tensor([float(d.milps) for d in decisions]),
             },
         )
 
