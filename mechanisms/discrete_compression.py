@@ -29,6 +29,7 @@ import torch
 from torch import nn
 from torch.func import jvp
 
+from bench.errors import ConfigError
 from bench.hashing import files_digest, seeded_init, tensor_digest
 from bench.protocols import DataSplit, FitContext, Task
 from bench.tasks.discrete import ENCODE_BATCH, EmbeddingSplit
@@ -200,6 +201,11 @@ def compressed_split(
     with torch.no_grad():
         probe = base.client(base.table[train.x[:1]])
     width = int(probe.shape[-1]) if probe.dim() > 2 else int(probe[0].numel())
+    if k >= width:
+        raise ConfigError(
+            f"mechanism dfil: compression must be below the split width {width} on "
+            f"{task.name}, got {k}"
+        )
     classes = int(task.num_classes)
 
     def fresh() -> tuple[CompressedClient, nn.Module]:

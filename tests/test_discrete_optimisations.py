@@ -165,10 +165,14 @@ def test_snr_regulariser_lowers_the_inverse_snr(movielens: dict, cache) -> None:
     assert regularised < plain
 
 
-def test_snr_reg_without_compression_is_refused(tmp_path: Path) -> None:
+def test_snr_reg_without_compression_and_wide_compression_are_refused(tmp_path: Path) -> None:
     task = make_task("movielens", {"n_train": 500, "n_aux": 10, "n_test": 10})
     mech = MECHANISMS.get("dfil")(inv_dfil=10.0, snr_reg=0.1)
     with pytest.raises(ConfigError) as info:
         mech.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path)))
     message = str(info.value)
     assert "needs compression" in message and "\n" not in message
+    wide = MECHANISMS.get("dfil")(inv_dfil=10.0, compression=64)
+    with pytest.raises(ConfigError) as info:
+        wide.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path)))
+    assert "below the split width 64" in str(info.value) and "\n" not in str(info.value)
