@@ -8,7 +8,8 @@ cifar10, a fixed random projection to `proj_dim` (10,000) dimensions for vector 
 3.3.1), whose server decodes by least squares and applies the task's utility model.
 Optimisations (Sec. 4.1), off by default: `noise_aware` (fine-tune with the calibrated noise,
 recalibrated every step), `compression` (a conv to that many channels at the split, and its
-decompression on the server), `snr_reg` (alpha of the SNR regulariser).
+decompression on the server; on sst2 / movielens a linear k-dim bottleneck after pooling,
+mechanisms.discrete_compression), `snr_reg` (alpha of the SNR regulariser).
 
 Each attack job is scored against Cramer-Rao or van Trees (mechanisms.fisher_split).
 """
@@ -24,7 +25,9 @@ from bench.certify.fisher import sigma_for_target
 from bench.errors import ConfigError
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
+from bench.tasks.discrete import EmbeddingSplit
 from mechanisms.dfil_training import SplitTraining, train_split
+from mechanisms.discrete_compression import CompressionTraining, compressed_split
 from mechanisms.fisher_split import FisherSplitMechanism, check_number, module_digest
 from mechanisms.smooth_nets import SplitModel
 from mechanisms.split_tuning import noise_tuned_server
@@ -99,16 +102,32 @@ class DFIL(FisherSplitMechanism):
         return model.eval()
 
     def _fit_discrete(self, task: Task, splits: Splits, ctx: FitContext) -> None:
-        """The task's split model calibrated on embeddings; `noise_aware` tunes the server
-        on noisy train intermediates (the client stays the pretrained / trained one)."""
+        """The task's split model calibrated on embeddings. Without compression,
+        `noise_aware` tunes the server on noisy train intermediates (the client stays the
+        trained one); with `compression`, the bottleneck and its server are trained (noise-
+        aware if asked, mechanisms.discrete_compression) and the final sigma is calibrated on
+        that served encoder, exactly when its k outputs are <= calib_dirs."""
         p = self.params
-        if p["compression"] or p["snr_reg"]:
+        if p["snr_reg"] and not p["compression"]:
             raise ConfigError(
-                f"mechanism dfil: compression and snr_reg are not available on {task.name}"
+                f"mechanism dfil: snr_reg on {task.name} needs compression (the only "
+                "trainable part of the encoder there)"
             )
         super()._fit_discrete(task, splits, ctx)
-        if p["noise_aware"]:
+        if p["noise_aware"] and not p["compression"]:
             self._server = noise_tuned_server(task, self._split, self.noise(), ctx)
+
+    def _discrete_split(self, task: Task, ctx: FitContext) -> EmbeddingSplit:
+        base = super()._discrete_split(task, ctx)
+        k = int(self.params["compression"])
+        if not k:
+            return base
+        recipe = CompressionTraining(
+            epochs=int(task.config().get("train_epochs", 3)),
+            target=float(self.params["inv_dfil"]) if self.params["noise_aware"] else None,
+            snr_reg=float(self.params["snr_reg"]),
+        )
+        return compressed_split(task, base, k, recipe, ctx)
 
     def calibrate(self, mean_trace: float) -> float:
         return sigma_for_target(mean_trace, float(self.params["inv_dfil"]), self._input_dim)

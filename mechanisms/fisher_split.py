@@ -42,6 +42,7 @@ from bench.protocols import (
     Splits,
     Task,
 )
+from bench.tasks.discrete import EmbeddingSplit
 from bench.training import predict_scores, utility_model
 from mechanisms.dfil_training import SplitTraining, train_split
 from mechanisms.smooth_nets import ARCHS, SPLITS, SplitModel, projection_model, split_model
@@ -198,7 +199,11 @@ class FisherSplitMechanism(Mechanism):
         per-sample standard errors (triangle inequality), which is what is added."""
         p = self.params
         x = x[: int(p["calib_samples"])]
-        exact = p["calib_dirs"] == 0 or isinstance(self._client, nn.Linear)
+        exact = (
+            p["calib_dirs"] == 0
+            or isinstance(self._client, nn.Linear)
+            or self._encoding_dim(x) <= int(p["calib_dirs"])  # exact costs <= calib_dirs VJPs
+        )
         recipe = {
             "artifact": "dfil-calibration",
             "encoder": module_digest(self._client),
@@ -219,6 +224,11 @@ class FisherSplitMechanism(Mechanism):
         traces, dir_se = ctx.cache.get_or_build(recipe, build).double()
         spread = float(traces.std() / math.sqrt(len(traces))) if len(traces) > 1 else 0.0
         return float(traces.mean()), math.hypot(spread, float(dir_se.mean()))
+
+    def _encoding_dim(self, x: torch.Tensor) -> int:
+        """Coordinates of the encoding of one sample of `x` (the output side of the trace)."""
+        with torch.no_grad():
+            return int(self._client(x[:1])[0].numel())
 
     def calibrate(self, mean_trace: float) -> float:
         """The release noise sigma for the current parameters."""
@@ -272,7 +282,7 @@ class FisherSplitMechanism(Mechanism):
         has one split, after the first linear layer). dFIL is taken with respect to the
         embedding-layer input, the looked-up embeddings (N, *input_shape, D): the noise is
         calibrated on the embeddings of train inputs (the paper's text and NCF setting)."""
-        split = task.split_model(ctx, self.params["split"])  # type: ignore[attr-defined]
+        split = self._discrete_split(task, ctx)
         self._split = split
         self._table = split.table
         self._client = split.client.eval().requires_grad_(False)
@@ -281,6 +291,10 @@ class FisherSplitMechanism(Mechanism):
         calibration = split.table[splits.train.x[: int(self.params["calib_samples"])]]
         self._mean_tr, self._mean_tr_se = self._mean_trace(calibration, ctx)
         self._sigma = self.calibrate(self._mean_tr)
+
+    def _discrete_split(self, task: Task, ctx: FitContext) -> EmbeddingSplit:
+        """The split model a discrete task's release runs (the task's own, cut at `split`)."""
+        return task.split_model(ctx, self.params["split"])  # type: ignore[attr-defined]
 
     def prior_term(self) -> PriorTerm:
         """The van Trees prior term of the task's data (computed once, cached)."""
