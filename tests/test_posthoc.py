@@ -216,6 +216,8 @@ def test_bad_params_are_one_line_errors() -> None:
         {"alpha": 1.0},
         {"r_max": 0.1, "R": 0.5},
         {"n_calib": 0},
+        {"node_limit": 0},
+        {"split_boxes": -1},
     ):
         with pytest.raises(ConfigError):
             PosthocPTR(**bad)

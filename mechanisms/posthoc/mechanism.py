@@ -41,6 +41,7 @@ _HERE = Path(__file__).parent
 _CODE = [
     _HERE / "models.py",
     _HERE / "ptr.py",
+    _HERE.parent.parent / "bench/certify/lipschitz_split.py",
     _HERE.parent.parent / "bench/certify/local_lipschitz.py",
     _HERE.parent.parent / "bench/certify/milp.py",
 ]
@@ -113,6 +114,7 @@ class PosthocPTR(Mechanism):
         "r_max": 0.0,
         "time_limit": 10.0,
         "node_limit": 5000,
+        "split_boxes": 200,
         "solver": "auto",
         "finetune_epochs": 5,
     }
@@ -129,6 +131,8 @@ class PosthocPTR(Mechanism):
         for key in ("vae_epochs", "obf_epochs", "n_calib", "node_limit"):
             if not (isinstance(p[key], int) and p[key] >= 1):
                 raise ConfigError(f"posthoc-ptr: {key} must be a positive integer")
+        if not (isinstance(p["split_boxes"], int) and p["split_boxes"] >= 0):
+            raise ConfigError("posthoc-ptr: split_boxes must be an integer >= 0 (0: MILP only)")
         if float(p["r_max"]) and float(p["r_max"]) <= float(p["R"]):
             raise ConfigError("posthoc-ptr: r_max must exceed R (or be 0 for the default)")
 
@@ -205,6 +209,7 @@ class PosthocPTR(Mechanism):
             time_limit=float(p["time_limit"]),
             solver=str(p["solver"]),
             node_limit=int(p["node_limit"]),
+            split_boxes=int(p["split_boxes"]),
         )
         self.region = self._region(z_train)
         self.scale = release_scale(self.delta_p, eps, radius)

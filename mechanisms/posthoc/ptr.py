@@ -19,7 +19,8 @@ as in the reference sweeps, accuracy depends on R / eps only.
 
 Every decision "L(f, N(x, r)) <= DeltaP ?" is certified (`Certifier`): a fit-time region
 certificate covering the box, a sampled Jacobian norm > DeltaP, a cheap sound upper bound
-<= DeltaP, the MILP's dual bound <= DeltaP, or its incumbent > DeltaP. L grows with the box,
+<= DeltaP, a budgeted input-splitting search (bench/certify/lipschitz_split.py), the MILP's
+dual bound <= DeltaP, or its incumbent > DeltaP. L grows with the box,
 so the feasible grid points form a prefix r_0..r_J and phi = r_J / 2: a deterministic
 function of x whose sensitivity is <= (d + step) / 2 <= R since step <= R (Lemma 4.3 on the
 grid). Only a MILP that exhausts its node / time budget undecided leaves a decision inexact:
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.certify.lipschitz_split import decide_by_splitting
 from bench.certify.local_lipschitz import (
     OutNorm,
     ReluMLP,
@@ -97,6 +99,7 @@ class PTRConfig:
     out_norm: OutNorm = "l1"
     samples: int = 64
     node_limit: int | None = 5000
+    split_boxes: int = 200  # input-splitting budget before the MILP (0: straight to MILP)
 
     def __post_init__(self) -> None:
         check_privacy_params(self.eps, self.delta, self.radius)
@@ -218,6 +221,12 @@ class Certifier:
             return False
         if upper_bound(self.net, self.center, r, cfg.out_norm) <= cfg.delta_p:
             return True
+        if cfg.split_boxes > 0:
+            split = decide_by_splitting(
+                self.net, self.center, r, cfg.delta_p, cfg.out_norm, max_boxes=cfg.split_boxes
+            )
+            if split.below is not None:
+                return split.below
         self.milps += 1
         res = local_lipschitz(
             self.net,
