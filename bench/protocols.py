@@ -46,6 +46,14 @@ class Splits:
     aux: DataSplit
     test: DataSplit
 
+    def head(self, n_train: int | None, n_aux: int | None, n_test: int | None) -> Splits:
+        """The first n of each split (None: all of it), for a task's size options."""
+        return Splits(
+            self.train.head(n_train or len(self.train)),
+            self.aux.head(n_aux or len(self.aux)),
+            self.test.head(n_test or len(self.test)),
+        )
+
 
 @dataclass(frozen=True)
 class Guarantee:

@@ -6,11 +6,8 @@ BENCH_CIFAR100_ROOT), and a missing file is a one-line error naming what is expe
 from __future__ import annotations
 
 import os
-import pickle
 from functools import cache
 from pathlib import Path
-
-import numpy as np
 
 from bench.errors import DataMissingError
 from bench.protocols import Splits
@@ -19,20 +16,7 @@ from bench.tasks import sources
 from bench.tasks.images import ImageTask, _carve_aux
 
 CIFAR100_FILES = ("train", "test")
-
-
-def _load_split(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """One pickled CIFAR-100 split -> (N, 32, 32, 3) uint8, (N,) fine labels (trusted files)."""
-    try:
-        with path.open("rb") as f:
-            batch = pickle.load(f, encoding="bytes")
-        data, labels = batch[b"data"], batch[b"fine_labels"]
-    except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as exc:
-        raise DataMissingError(
-            f"{path} is not a CIFAR-100 python split ({exc!r}); replace it"
-        ) from exc
-    x = np.asarray(data, dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
-    return x, np.asarray(labels, dtype=np.int64)
+_WHAT = "a CIFAR-100 python split"
 
 
 def read_cifar100(root: Path) -> sources.RawImages:
@@ -43,8 +27,8 @@ def read_cifar100(root: Path) -> sources.RawImages:
     if files is None:
         fix = "extract cifar-100-python.tar.gz there or point data_root at it"
         raise DataMissingError(sources._missing("cifar100", dirs, list(CIFAR100_FILES), fix))
-    x_train, y_train = _load_split(files["train"])
-    x_test, y_test = _load_split(files["test"])
+    x_train, y_train = sources.load_cifar_batch(files["train"], b"fine_labels", _WHAT)
+    x_test, y_test = sources.load_cifar_batch(files["test"], b"fine_labels", _WHAT)
     return sources._checked("cifar100", x_train, y_train, x_test, y_test)
 
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
 
-from bench.errors import ConfigError
-from bench.protocols import FitContext, Splits, Task
+from bench.protocols import FitContext
+from bench.tasks.sized import SizedTask
 
 ENCODE_BATCH = 256
 
@@ -50,47 +49,10 @@ class TwoClassScores(nn.Module):
         return torch.cat([torch.zeros_like(z), z], 1)
 
 
-class DiscreteTask(Task):
-    """What sst2 and movielens share: first-n subsampling of fixed splits (`n_train`,
-    `n_aux`, `n_test`), `train_epochs`, a cached data fingerprint, and `split_model`."""
+class DiscreteTask(SizedTask):
+    """What sst2 and movielens share beyond their sizes: `split_model` and public ids."""
 
     public_ids: tuple[int, ...] = ()  # ids every input carries (not scored by recovery)
-
-    def _init_sizes(
-        self, n_train: int | None, n_aux: int | None, n_test: int | None, train_epochs: int
-    ) -> None:
-        for key, value in (("n_train", n_train), ("n_aux", n_aux), ("n_test", n_test)):
-            if value is not None and value < 1:
-                raise ConfigError(f"task {self.name}: {key} must be >= 1, got {value}")
-        if train_epochs < 1:
-            raise ConfigError(f"task {self.name}: train_epochs must be >= 1")
-        self.n_train, self.n_aux, self.n_test = n_train, n_aux, n_test
-        self.train_epochs = train_epochs
-        self._splits: Splits | None = None
-        self._fingerprint: str | None = None
-
-    def _size_config(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "n_train": self.n_train,
-            "n_aux": self.n_aux,
-            "n_test": self.n_test,
-            "train_epochs": self.train_epochs,
-        }
-
-    def _heads(self, full: Splits) -> Splits:
-        """The first n of each fixed (pre-shuffled) split."""
-        return Splits(
-            full.train.head(self.n_train or len(full.train)),
-            full.aux.head(self.n_aux or len(full.aux)),
-            full.test.head(self.n_test or len(full.test)),
-        )
-
-    def data_fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = super().data_fingerprint()
-        return self._fingerprint
 
     @abstractmethod
     def split_model(self, ctx: FitContext, split: str | None = None) -> EmbeddingSplit:

@@ -18,10 +18,11 @@ import torch
 from torch import nn
 
 from bench.errors import ConfigError, DataMissingError
-from bench.protocols import DataSplit, Splits, Task
+from bench.protocols import DataSplit, Splits
 from bench.registry import register_task
 from bench.tasks import sources
 from bench.tasks.models import small_cnn
+from bench.tasks.sized import SizedTask
 
 SPLIT_SEED = 20260101  # fixed permutation that defines train / aux membership
 
@@ -37,7 +38,7 @@ def _take(x: torch.Tensor, y: torch.Tensor, idx: np.ndarray) -> DataSplit:
     return DataSplit(x[index], torch.as_tensor(y)[index].long())
 
 
-class ImageTask(Task):
+class ImageTask(SizedTask):
     """An image classification task with fixed train / aux / test splits and subsampling.
 
     Options: `n_train`, `n_aux`, `n_test` (take the first n of each fixed split),
@@ -57,27 +58,12 @@ class ImageTask(Task):
         data_root: str | None = None,
         train_epochs: int = 3,
     ) -> None:
-        for key, value in (("n_train", n_train), ("n_aux", n_aux), ("n_test", n_test)):
-            if value is not None and value < 1:
-                raise ConfigError(f"task {self.name}: {key} must be >= 1, got {value}")
-        if train_epochs < 1:
-            raise ConfigError(f"task {self.name}: train_epochs must be >= 1")
-        self.n_train, self.n_aux, self.n_test = n_train, n_aux, n_test
+        self._init_sizes(n_train, n_aux, n_test, train_epochs)
         self.data_root = data_root
-        self.train_epochs = train_epochs
         self.data_range = (0.0, 1.0)
-        self._splits: Splits | None = None
-        self._fingerprint: str | None = None
 
     def config(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "n_train": self.n_train,
-            "n_aux": self.n_aux,
-            "n_test": self.n_test,
-            "train_epochs": self.train_epochs,
-        }
+        return self._size_config()
 
     def _full_splits(self) -> Splits:
         """Load the whole dataset and cut it into the fixed splits."""
@@ -85,19 +71,9 @@ class ImageTask(Task):
 
     def splits(self) -> Splits:
         if self._splits is None:
-            full = self._full_splits()
-            self._splits = Splits(
-                train=full.train.head(self.n_train or len(full.train)),
-                aux=full.aux.head(self.n_aux or len(full.aux)),
-                test=full.test.head(self.n_test or len(full.test)),
-            )
+            self._splits = self._full_splits().head(self.n_train, self.n_aux, self.n_test)
             self.input_shape = tuple(self._splits.test.x.shape[1:])
         return self._splits
-
-    def data_fingerprint(self) -> str:
-        if self._fingerprint is None:
-            self._fingerprint = super().data_fingerprint()
-        return self._fingerprint
 
     def model(self, arch: str = "default") -> nn.Module:
         if arch != "default":

@@ -121,7 +121,7 @@ class MovieLens(DiscreteTask):
     def splits(self) -> Splits:
         if self._splits is None:
             full, self.n_rows = _full(self.data_root)
-            self._splits = self._heads(full)
+            self._splits = full.head(self.n_train, self.n_aux, self.n_test)
         return self._splits
 
     def model(self, arch: str = "default") -> nn.Module:

@@ -161,16 +161,17 @@ def mnist_subset() -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(x).reshape(-1, 28, 28).astype(np.uint8), np.asarray(y).astype(np.int64)
 
 
-def _load_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    """One python-pickled CIFAR batch -> (N, 32, 32, 3) uint8, (N,) int64 (trusted files only)."""
+def load_cifar_batch(
+    path: Path, label_key: bytes = b"labels", what: str = "a CIFAR-10 python batch"
+) -> tuple[np.ndarray, np.ndarray]:
+    """One python-pickled CIFAR batch -> (N, 32, 32, 3) uint8, (N,) int64 (trusted files only).
+    CIFAR-100 keeps its labels under b"fine_labels"."""
     try:
         with path.open("rb") as f:
             batch = pickle.load(f, encoding="bytes")
-        data, labels = batch[b"data"], batch[b"labels"]
+        data, labels = batch[b"data"], batch[label_key]
     except (OSError, pickle.UnpicklingError, EOFError, KeyError, TypeError) as exc:
-        raise DataMissingError(
-            f"{path} is not a CIFAR-10 python batch ({exc!r}); replace it"
-        ) from exc
+        raise DataMissingError(f"{path} is not {what} ({exc!r}); replace it") from exc
     x = np.asarray(data, dtype=np.uint8).reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1)
     return x, np.asarray(labels, dtype=np.int64)
 
@@ -183,8 +184,8 @@ def cifar10(root: Path) -> RawImages:
     if files is None:
         fix = "extract cifar-10-python.tar.gz there or point data_root at it"
         raise DataMissingError(_missing("cifar10", dirs, ["data_batch_1..5", "test_batch"], fix))
-    train = [_load_cifar_batch(files[name]) for name in CIFAR10_BATCHES[:-1]]
-    x_test, y_test = _load_cifar_batch(files["test_batch"])
+    train = [load_cifar_batch(files[name]) for name in CIFAR10_BATCHES[:-1]]
+    x_test, y_test = load_cifar_batch(files["test_batch"])
     x_train = np.concatenate([x for x, _ in train])
     y_train = np.concatenate([y for _, y in train])
     return _checked("cifar10", x_train, y_train, x_test, y_test)

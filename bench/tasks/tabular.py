@@ -171,11 +171,7 @@ class TabularTask(Task):
     def splits(self) -> Splits:
         if self._splits is None:
             full = type(self).loader(self.data_root)
-            self._splits = Splits(
-                train=full.train.head(self.subsample or len(full.train)),
-                aux=full.aux.head(self.n_aux or len(full.aux)),
-                test=full.test.head(self.n_test or len(full.test)),
-            )
+            self._splits = full.head(self.subsample, self.n_aux, self.n_test)
             self.input_shape = tuple(self._splits.test.x.shape[1:])
         return self._splits
 

@@ -144,7 +144,8 @@ class SST2(DiscreteTask):
 
     def splits(self) -> Splits:
         if self._splits is None:
-            self._splits = self._heads(_tokenized(self.data_root, self.model_name, self.max_length))
+            full = _tokenized(self.data_root, self.model_name, self.max_length)
+            self._splits = full.head(self.n_train, self.n_aux, self.n_test)
         return self._splits
 
     def sentences(self, ids: torch.Tensor) -> list[str]:
