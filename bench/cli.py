@@ -201,7 +201,10 @@ def validate(
         list[str] | None,
         typer.Option("--param", help="Mechanism parameter KEY=VALUE (repeatable), e.g. eps=2.0."),
     ] = None,
-    task: Annotated[str, typer.Option(help="Task to validate on (small subset).")] = "fmnist",
+    task: Annotated[
+        str | None,
+        typer.Option(help="Task to validate on (small subset); default by modality: fmnist, spam."),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the fit, the releases and the audit.")] = 0,
     draws: Annotated[
         int,

@@ -36,11 +36,20 @@ from torch import nn
 
 from bench.cache import ArtifactCache
 from bench.errors import BenchError, ConfigError
+from bench.hashing import derive_seed
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Notion, Release, Task
 
 VALIDATION_TASK = "fmnist"
 VALIDATION_TASK_OPTIONS = {"n_train": 300, "n_aux": 100, "n_test": 100, "train_epochs": 1}
+# The validation task by the mechanism's modality (first supported wins), and the options of
+# a tabular one: 40 training records and 2x10 networks keep label-only fits (41 leave-one-out
+# networks, LUCID's MILPs) within about a minute.
+VALIDATION_TASKS = {"image": "fmnist", "tabular": "spam"}
+TABULAR_TASK_OPTIONS = {"subsample": 40, "n_test": 200, "arch": "2x10", "train_epochs": 100}
 CLAIM_NOTIONS = frozenset({"ip", "ldp", "reconstruction", "dp"})
+TRAINING_SET_NOTIONS = frozenset({"dp", "idp"})  # claims about the training data
+LABEL_PROBES = 2000  # uniform domain samples behind the label-only noise checks
+MIN_NOISED = 200  # noised answers needed to test a keep rate (4 sigma < 0.15)
 BATCH = 16
 RESIDUAL_DRAWS = 20_000  # noise coordinates behind the check of the declared noise scale
 UNWAIVABLE = frozenset({"check_privacy_audit"})
@@ -67,16 +76,29 @@ def _shared_cache_root() -> Path:
     return _SHARED_CACHE[0]
 
 
+def default_validation_task(cls: type) -> str:
+    """The validation task for a mechanism class: by the first of its modalities that has
+    one (image before tabular), else Fashion-MNIST (prepare then names the mismatch)."""
+    modalities = getattr(cls, "modalities", frozenset())
+    for modality, task in VALIDATION_TASKS.items():
+        if modality in modalities:
+            return task
+    return VALIDATION_TASK
+
+
 def validation_task(name: str = VALIDATION_TASK) -> Task:
     """A small real task to validate on: Fashion-MNIST with 300 / 100 / 100 samples and one
-    training epoch by default; other tasks get whichever of those options they accept."""
+    training epoch by default, a tabular task with TABULAR_TASK_OPTIONS; other tasks get
+    whichever of the image options they accept."""
     import inspect
 
     from bench.registry import TASKS
     from bench.suite import make_task
 
-    accepted = set(inspect.signature(TASKS.get(name).__init__).parameters)
-    options = {k: v for k, v in VALIDATION_TASK_OPTIONS.items() if k in accepted}
+    cls = TASKS.get(name)
+    wanted = TABULAR_TASK_OPTIONS if cls.modality == "tabular" else VALIDATION_TASK_OPTIONS
+    accepted = set(inspect.signature(cls.__init__).parameters)
+    options = {k: v for k, v in wanted.items() if k in accepted}
     return make_task(name, options, "<validation>")
 
 
@@ -87,7 +109,7 @@ class MechanismUnderTest:
 
     cls: type[Mechanism]
     params: dict[str, Any] = field(default_factory=dict)
-    task_name: str = VALIDATION_TASK
+    task_name: str | None = None  # None: by the mechanism's modality
     seed: int = 0
     cache_root: Path | None = None
     fit_budget_s: float = 300.0
@@ -118,7 +140,7 @@ class MechanismUnderTest:
 
     @cached_property
     def task(self) -> Task:
-        task = validation_task(self.task_name)
+        task = validation_task(self.task_name or default_validation_task(self.cls))
         task.splits()
         return task
 
@@ -148,9 +170,28 @@ class MechanismUnderTest:
         return self.fitted().release(x, torch.Generator().manual_seed(seed))
 
     def randomized(self) -> bool:
-        """Whether the mechanism must be random: it declares noise or a privacy claim."""
+        """Whether each release must draw fresh randomness: it declares noise, or a privacy
+        claim about its inputs (a claim about the training data, e.g. DP training, may be
+        met in fit and leave the release deterministic)."""
         mech = self.fitted()
-        return mech.noise() is not None or mech.guarantee().notion in CLAIM_NOTIONS
+        notion = mech.guarantee().notion
+        return mech.noise() is not None or (
+            notion in CLAIM_NOTIONS and notion not in TRAINING_SET_NOTIONS
+        )
+
+    @property
+    def label_only(self) -> bool:
+        """Whether the mechanism releases labels only (declares `releases_labels`)."""
+        return bool(getattr(self.cls, "releases_labels", False))
+
+    def label_probes(self) -> torch.Tensor:
+        """Test inputs plus LABEL_PROBES uniform samples of the data range: distinct inputs,
+        many of them far from the data where label-only mechanisms tend to noise."""
+        lo, hi = self.task.data_range
+        test = self.task.splits().test.x
+        gen = torch.Generator().manual_seed(derive_seed(self.seed, "label-probes"))
+        uniform = lo + (hi - lo) * torch.rand((LABEL_PROBES, *test.shape[1:]), generator=gen)
+        return torch.cat([test.clone(), uniform.to(test.dtype)])
 
 
 def expected_failures_of(cls: type) -> dict[str, str]:
@@ -176,8 +217,10 @@ def expected_failures_of(cls: type) -> dict[str, str]:
 
 def check_declares_guarantee(mut: MechanismUnderTest) -> str:
     """guarantee() returns a Guarantee with a known notion and well-formed parameters: a
-    claim needs a finite eps > 0, delta in [0, 1), and (ip, reconstruction) a radius and
-    distance; "none" is a valid declaration for reference mechanisms."""
+    claim needs a finite eps > 0 (idp: >= 0, 0-iDP is attainable), delta in [0, 1), (ip,
+    reconstruction) a radius and distance, and (dp, idp) the neighbouring relation on the
+    training data as its distance, e.g. 'training-set/add-remove'; "none" is a valid
+    declaration for reference mechanisms."""
     g = mut.fitted().guarantee()
     if not isinstance(g, Guarantee):
         raise _fail(f"guarantee() must return a bench.protocols.Guarantee, got {type(g).__name__}")
@@ -193,6 +236,15 @@ def check_declares_guarantee(mut: MechanismUnderTest) -> str:
         delta = g.params.get("delta", 0.0)
         if not 0 <= delta < 1:
             raise _fail(f"delta must lie in [0, 1), got {delta}")
+    if g.notion == "idp":
+        eps = g.params.get("eps")
+        if eps is None or not eps >= 0:
+            raise _fail(f"an idp claim needs eps >= 0 in its params, got {eps!r}")
+    if g.notion in TRAINING_SET_NOTIONS and not str(g.distance or "").startswith("training-"):
+        raise _fail(
+            f"a {g.notion} claim must name its neighbouring datasets as its distance, e.g. "
+            f"'training-set/add-remove' or 'training-labels/replace-one', got {g.distance!r}"
+        )
     if g.notion in ("ip", "reconstruction"):
         if not g.params.get("radius", 0) > 0:
             raise _fail(f"a {g.notion} claim needs a radius > 0 in its params")
@@ -342,8 +394,10 @@ def check_randomness_not_reused(mut: MechanismUnderTest) -> str:
     """A randomized mechanism (declared noise or claim) draws fresh randomness per call and
     per row: two calls with one generator differ, identical rows in a batch differ, and
     different seeds differ. Deterministic mechanisms without a claim have nothing to check."""
+    if mut.label_only:
+        return "label-only: see check_repeated_queries_agree, check_label_noise_calibration"
     if not mut.randomized():
-        return "deterministic, no claim: nothing to check"
+        return "deterministic release (no noise, no claim about inputs): nothing to check"
     mech = mut.fitted()
     x = mut.inputs(4)
     gen = torch.Generator().manual_seed(3)
@@ -396,6 +450,8 @@ def check_encoder_and_noise_exposed(mut: MechanismUnderTest) -> str:
     match the release: release = encoder(x) + noise, with the declared scale."""
     mech = mut.fitted()
     encoder, noise = mech.encoder(), mech.noise()
+    if mut.label_only and encoder is None and noise is None:
+        return "label-only access: no encoder to attack (no reconstruction attacks)"
     if not isinstance(encoder, nn.Module):
         raise _fail(
             "encoder() returns no nn.Module: expose the deterministic part of the "
@@ -422,6 +478,96 @@ def check_encoder_and_noise_exposed(mut: MechanismUnderTest) -> str:
     if problem:
         raise _fail(problem)
     return f"encoder exposed; {noise.kind} noise, scale {noise.scale:.4g}"
+
+
+def check_label_release(mut: MechanismUnderTest) -> str:
+    """A label-only mechanism (`releases_labels`) releases one label per query: (N,
+    num_classes) one-hot rows, and predict() ranks the released label first."""
+    if not mut.label_only:
+        return "not label-only: nothing to check"
+    x = mut.label_probes()
+    rel = mut.release(x, 0)
+    k = mut.task.num_classes
+    if tuple(rel.values.shape) != (len(x), k):
+        got = tuple(rel.values.shape)
+        raise _fail(f"a label release must be (N, {k}) one-hot rows, got {got}")
+    v = rel.values[rel.released]
+    bad = int((((v != 0) & (v != 1)).any(1) | (v.sum(1) != 1)).sum())
+    if bad:
+        raise _fail(f"{bad} of {len(v)} released rows are not one-hot labels")
+    scores = mut.fitted().predict(rel)[rel.released]
+    if not torch.equal(scores.argmax(1), v.argmax(1)):
+        raise _fail("predict() does not rank the released label first")
+    return f"{len(v)} one-hot labels over {k} classes"
+
+
+def check_repeated_queries_agree(mut: MechanismUnderTest) -> str:
+    """A label-only mechanism that refuses repeated queries (`repeatable_queries` False)
+    remembers its answers: the same input gets the same label again, under another
+    generator and within one batch, so repeating a query gains an attacker nothing."""
+    if not mut.label_only or getattr(mut.cls, "repeatable_queries", True):
+        return "no per-input memory claimed: nothing to check"
+    x = mut.label_probes()
+    first, again = mut.release(x, 21), mut.release(x, 22)
+    both = first.released & again.released
+    differ = int((first.values[both] != again.values[both]).any(1).sum())
+    if differ:
+        raise _fail(
+            f"{differ} of {int(both.sum())} repeated queries got another answer; remember "
+            "each noisy answer per input"
+        )
+    noised = first.meta.get("noised", torch.zeros(len(x), dtype=torch.bool))
+    picks = torch.cat([noised.nonzero().squeeze(1)[:4], torch.arange(2)])
+    lo, hi = mut.task.data_range
+    fresh = (x[-4:] + 1e-3).clamp(lo, hi)  # inputs not queried yet: memory within a batch
+    for row in torch.cat([x[picks], fresh]):
+        rel = mut.release(row.unsqueeze(0).repeat(8, *[1] * row.dim()), 23)
+        if len(torch.unique(rel.values[rel.released], dim=0)) > 1:
+            raise _fail("copies of one input in one batch got different answers")
+    return f"{len(x)} inputs queried twice ({int(noised.sum())} noised): the same answers"
+
+
+def check_label_noise_calibration(mut: MechanismUnderTest) -> str:
+    """Label-only noise matches the claim: answers not marked noised (Release.meta
+    "noised") are the served network's (`model`) label, and noised answers keep that label
+    at a rate eps allows, at most e^eps / (e^eps + k - 1) (4 sigma): against a neighbouring
+    network predicting another label, a higher rate breaks eps-(i)DP."""
+    if not mut.label_only:
+        return "not label-only: nothing to check"
+    mech = mut.fitted()
+    model = getattr(mech, "model", None)
+    if not isinstance(model, nn.Module):
+        return "no served network exposed as `model`: nothing to compare with"
+    x = mut.label_probes()
+    rel = mut.release(x, 31)
+    with torch.no_grad():
+        predicted = model(x).argmax(1)
+    labels = rel.values.argmax(1)
+    noised = rel.meta.get("noised", torch.zeros(len(x), dtype=torch.bool)) & rel.released
+    plain = rel.released & ~noised
+    changed = int((labels[plain] != predicted[plain]).sum())
+    if changed:
+        raise _fail(
+            f"{changed} answers not marked noised differ from the served network's label; "
+            "mark noised answers in Release.meta['noised']"
+        )
+    n = int(noised.sum())
+    if n == 0:
+        return f"no query-time noise on {len(x)} probes: the network's labels as they are"
+    eps = mech.guarantee().params.get("eps")
+    if eps is None or not math.isfinite(eps):
+        return f"{n} noised answers; no finite eps declared to check them against"
+    if n < MIN_NOISED:
+        return f"only {n} noised answers of {len(x)} probes: too few to test the keep rate"
+    k = mut.task.num_classes
+    allowed = math.exp(eps) / (math.exp(eps) + k - 1)
+    keep = float((labels[noised] == predicted[noised]).float().mean())
+    if keep > allowed + 4 * math.sqrt(allowed * (1 - allowed) / n):
+        raise _fail(
+            f"noised answers keep the network's label at rate {keep:.3f} over {n}, above "
+            f"e^eps / (e^eps + k - 1) = {allowed:.3f} that eps = {eps:g} allows"
+        )
+    return f"{n} noised answers keep the label at rate {keep:.3f} (eps = {eps:g}: <= {allowed:.3f})"
 
 
 def check_time_budget(mut: MechanismUnderTest) -> str:
@@ -464,6 +610,9 @@ CHECKS: tuple[Callable[[MechanismUnderTest], str], ...] = (
     check_randomness_not_reused,
     check_input_not_modified,
     check_encoder_and_noise_exposed,
+    check_label_release,
+    check_repeated_queries_agree,
+    check_label_noise_calibration,
     check_time_budget,
     check_privacy_audit,
 )
@@ -509,6 +658,7 @@ __all__ = [
     "CHECKS",
     "CheckFailed",
     "MechanismUnderTest",
+    "default_validation_task",
     "expected_failures_of",
     "parametrize_with_checks",
     "under_test",

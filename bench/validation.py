@@ -135,11 +135,12 @@ def parse_params(specs: list[str]) -> dict[str, Any]:
 
 
 def prepare(
-    mechanism: str, params: dict[str, Any], task: str, seed: int, **options: Any
+    mechanism: str, params: dict[str, Any], task: str | None, seed: int, **options: Any
 ) -> MechanismUnderTest:
     """The mechanism under validation, with every user mistake found up front as a one-line
     BenchError (exit 2): an unknown name or module, a class that is not a Mechanism, bad
-    parameters, a task it does not support, malformed expected_failures."""
+    parameters, a task it does not support, malformed expected_failures. `task` None picks
+    the validation task by the mechanism's modality (fmnist for image, spam for tabular)."""
     from bench.errors import BenchError, ConfigError
 
     mut = under_test((mechanism, params), task_name=task, seed=seed, **options)
@@ -154,7 +155,7 @@ def prepare(
     modalities = getattr(mut.cls, "modalities", frozenset())
     if mut.task.modality not in modalities:
         raise ConfigError(
-            f"mechanism {mut.name} supports {sorted(modalities)} inputs, task {task} is "
+            f"mechanism {mut.name} supports {sorted(modalities)} inputs, task {mut.task.name} is "
             f"{mut.task.modality}; pass --task"
         )
     expected_failures_of(mut.cls)

@@ -4,6 +4,7 @@ per check), each check catches the fault it names, expected failures need a reas
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,6 +25,8 @@ from bench.testing import (
 from bench.validation import parse_params, prepare, run_checks
 from mechanisms.identity import Identity
 from mechanisms.input_noise import GaussInput
+from mechanisms.label_only import keep_probability
+from mechanisms.lucid import LabelOnly, NaiveNoise
 from tests.conftest import ROOT, run_cli
 from tests.plugins.bench_test_plugins import HalfNoiseGauss, NaNMechanism, ShortMechanism
 
@@ -317,3 +320,114 @@ def test_cli_validate_user_error_exits_2_with_one_line(workdir: Path) -> None:
 def test_prepare_refuses_user_mistakes(mechanism: str, params: dict, fragment: str) -> None:
     with pytest.raises(BenchError, match=fragment):
         prepare(mechanism, params, "fmnist", 0)
+
+
+# ---------------------------------------------------------------- label-only mechanisms
+
+# LUCID with a few seconds of branch and bound: a looser but still sound bound.
+FAST_LUCID = ("lucid", {"time_limit": 2.0, "budget": 4.0})
+LABEL_MECHANISMS: list = [FAST_LUCID, "alibi", "naive-idp", ("naive-noise", {"eps": 1.0})]
+
+
+@parametrize_with_checks(LABEL_MECHANISMS)
+def test_label_only_mechanism(mechanism: MechanismUnderTest, check) -> None:
+    check(mechanism)
+
+
+def test_validation_task_follows_the_modality() -> None:
+    assert under_test("lucid").task.name == "spam"
+    assert under_test("alibi").task.name == "spam"
+    assert under_test("gauss-input").task.name == "fmnist"
+    spam = under_test("dp-sgd").task.config()
+    assert (spam["subsample"], spam["arch"]) == (40, "2x10")
+    assert under_test("alibi", task_name="german").task.name == "german"
+
+
+class Forgetful(NaiveNoise):
+    """Forgets its noisy answers: a repeated query gets a fresh draw."""
+
+    name = "test-forgetful"
+
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        self.memory = {}
+        return super().release(x, generator)
+
+
+class Overconfident(NaiveNoise):
+    """Draws its exponential mechanism at eps + 3 while claiming eps."""
+
+    name = "test-overconfident"
+
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        declared = self.params["eps"]
+        self.params = {**self.params, "eps": declared + 3.0}
+        try:
+            return super().release(x, generator)
+        finally:
+            self.params = {**self.params, "eps": declared}
+
+
+class Unmarked(NaiveNoise):
+    """Noises every answer but does not say which answers were noised."""
+
+    name = "test-unmarked"
+
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        return Release.all_released(super().release(x, generator).values)
+
+
+class SoftScores(LabelOnly):
+    """Releases the network's class probabilities instead of a label."""
+
+    name = "test-soft-scores"
+
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        with torch.no_grad():
+            return Release.all_released(self.model(x).softmax(1))
+
+
+class NoNeighbours(NaiveNoise):
+    """An iDP claim that does not say which datasets are neighbours."""
+
+    name = "test-no-neighbours"
+
+    def guarantee(self) -> Guarantee:
+        return Guarantee("idp", {"eps": 0.0})
+
+
+LABEL_FAULTS = [
+    (Forgetful, "check_repeated_queries_agree", "repeated queries got another answer"),
+    (Overconfident, "check_label_noise_calibration", "above e\\^eps / \\(e\\^eps \\+ k - 1\\)"),
+    (Unmarked, "check_label_noise_calibration", "not marked noised differ"),
+    (SoftScores, "check_label_release", "not one-hot labels"),
+    (NoNeighbours, "check_declares_guarantee", "must name its neighbouring datasets"),
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "check_name", "message"), LABEL_FAULTS, ids=[c.name for c, _, _ in LABEL_FAULTS]
+)
+def test_label_only_checks_catch_their_fault(cls, check_name: str, message: str) -> None:
+    check = {c.__name__: c for c in CHECKS}[check_name]
+    with pytest.raises(CheckFailed, match=message):
+        check(under_test(cls))
+
+
+def test_keep_rate_bound_is_what_eps_allows() -> None:
+    # The exponential mechanism (eps / 2 per answer) stays under the eps-DP keep rate, and
+    # the Overconfident fault's eps + 3 exceeds it: the check separates the two.
+    for eps in (0.0, 1.0):
+        allowed = math.exp(eps) / (math.exp(eps) + 1)
+        assert keep_probability(eps, 2) <= allowed < keep_probability(eps + 3.0, 2)
+
+
+def test_validate_runs_label_only_mechanisms_on_spam(tmp_path: Path) -> None:
+    mut = prepare("alibi", {"eps": 2.0}, None, 0, cache_root=tmp_path)
+    report = run_checks(mut)
+    assert report.ok, report.format()
+    assert report.task.startswith("spam")
+    detail = {o.check: o.detail for o in report.outcomes}
+    assert "no query-time noise" in detail["check_label_noise_calibration"]
+    assert "one-hot labels" in detail["check_label_release"]
+    with pytest.raises(ConfigError, match="supports \\['tabular'\\] inputs, task fmnist"):
+        prepare("lucid", {}, "fmnist", 0)

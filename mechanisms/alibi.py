@@ -1,0 +1,182 @@
+"""`alibi`: the label-DP training baseline of LUCID's comparison (seed 003, Table 3): ALIBI
+(Malek Esmaeili et al. 2021, "Antipodes of Label Differential Privacy: PATE and ALIBI"),
+the same architecture trained on randomised soft labels, its labels served as they are.
+
+Each training label's one-hot vector gets i.i.d. Laplace noise of scale 2 / eps per
+coordinate: replacing one label moves its one-hot vector by 2 in l1, so the noisy labels are
+eps-DP with respect to the training labels (replace-one, delta 0). The network then trains
+on the Bayesian posterior of the true label given the noisy vector, the soft target
+P[y = k | noisy] ∝ prior_k · exp(-eps/2 · ||noisy - e_k||_1), with soft-label
+cross-entropy; everything after the noise is post-processing. `prior` is uniform or the
+class frequencies estimated from the noisy vectors (never from the true labels), and
+`refine` rounds replace the prior by the trained network's predicted probabilities and
+retrain (ALIBI's iterative refinement; still post-processing of the noisy labels).
+
+Label DP protects labels only: the features of a training record are used as they are, so
+unlike dp-sgd this is not DP over whole records (docs/lucid.md).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.errors import ConfigError
+from bench.hashing import derive_seed, seeded_init
+from bench.protocols import FitContext, Guarantee, Splits, Task
+from bench.registry import register_mechanism
+from mechanisms.dp_sgd import BATCH, LR
+from mechanisms.label_only import LabelOnlyMechanism
+
+PRIORS = ("uniform", "frequency")
+MIN_FREQUENCY = 1e-3  # floor of an estimated class frequency
+
+
+def laplace_scale(eps: float) -> float:
+    """Per-coordinate Laplace scale for eps-label-DP: the replace-one l1 sensitivity 2 / eps."""
+    return 2.0 / eps
+
+
+def noisy_labels(
+    y: torch.Tensor, num_classes: int, eps: float, generator: torch.Generator
+) -> torch.Tensor:
+    """(n, k) one-hot labels plus i.i.d. Laplace(2 / eps), drawn as the difference of two
+    exponentials (-log of a uniform in (0, 1], never infinite)."""
+    one_hot = F.one_hot(y, num_classes).double()
+    shape = one_hot.shape
+    e1 = -torch.log1p(-torch.rand(shape, generator=generator, dtype=torch.float64))
+    e2 = -torch.log1p(-torch.rand(shape, generator=generator, dtype=torch.float64))
+    return one_hot + laplace_scale(eps) * (e1 - e2)
+
+
+def label_posterior(noisy: torch.Tensor, eps: float, prior: torch.Tensor) -> torch.Tensor:
+    """(n, k) posterior of the true label: prior_k · exp(-eps/2 · ||noisy - e_k||_1),
+    normalised; `prior` is (k,) or per record (n, k)."""
+    k = noisy.shape[1]
+    eye = torch.eye(k, dtype=noisy.dtype)
+    distance = (noisy.unsqueeze(1) - eye.unsqueeze(0)).abs().sum(-1)  # (n, k)
+    log_prior = torch.log(prior.to(noisy.dtype).clamp_min(torch.finfo(noisy.dtype).tiny))
+    return torch.softmax(log_prior - eps / 2 * distance, dim=1)
+
+
+def noisy_frequencies(noisy: torch.Tensor, eps: float, iterations: int = 100) -> torch.Tensor:
+    """(k,) class frequencies estimated from the noisy vectors alone (post-processing): the
+    maximum-likelihood mixture weights of the Laplace likelihoods, by EM from uniform (each
+    step: the mean posterior under the current estimate); floored at MIN_FREQUENCY."""
+    k = noisy.shape[1]
+    freq = torch.full((k,), 1.0 / k, dtype=noisy.dtype)
+    for _ in range(iterations):
+        freq = label_posterior(noisy, eps, freq).mean(0).clamp_min(MIN_FREQUENCY)
+        freq = freq / freq.sum()
+    return freq
+
+
+def train_soft(
+    model: nn.Module, x: torch.Tensor, targets: torch.Tensor, *, epochs: int, seed: int
+) -> dict[str, torch.Tensor]:
+    """Train `model` in place with SGD (LUCID's lr and batch) on soft-label cross-entropy;
+    returns its weights."""
+    generator = torch.Generator().manual_seed(derive_seed(seed, "alibi-batches"))
+    optimiser = torch.optim.SGD(model.parameters(), lr=LR)
+    targets = targets.float()
+    model.train()
+    for _ in range(epochs):
+        for idx in torch.randperm(len(x), generator=generator).split(BATCH):
+            optimiser.zero_grad()
+            F.cross_entropy(model(x[idx]), targets[idx]).backward()
+            optimiser.step()
+    model.eval()
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def train_alibi(
+    task: Task, x: torch.Tensor, y: torch.Tensor, *, eps: float, prior: str, refine: int, seed: int
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """ALIBI's fit: noisy labels, posterior soft targets, training, `refine` rounds of
+    model-prior refinement (each retrained from the same initialisation). Returns the
+    final weights and the final soft targets."""
+    k = task.num_classes
+    noise = torch.Generator().manual_seed(derive_seed(seed, "alibi-label-noise"))
+    noisy = noisy_labels(y, k, eps, noise)
+    base = noisy_frequencies(noisy, eps) if prior == "frequency" else torch.full((k,), 1.0 / k)
+    targets = label_posterior(noisy, eps, base)
+    with seeded_init(seed, "alibi-init"):
+        model = task.model()
+    init = {name: v.clone() for name, v in model.state_dict().items()}
+    weights = train_soft(model, x, targets, epochs=epochs_of(task), seed=seed)
+    for _ in range(refine):
+        with torch.no_grad():
+            model_prior = torch.softmax(model(x).double(), dim=1)
+        targets = label_posterior(noisy, eps, model_prior)
+        model.load_state_dict(init)
+        weights = train_soft(model, x, targets, epochs=epochs_of(task), seed=seed)
+    return weights, targets
+
+
+def epochs_of(task: Task) -> int:
+    """The task's training epochs (the same as the leave-one-out networks and dp-sgd)."""
+    return int(task.config().get("train_epochs", 30))
+
+
+@register_mechanism
+class Alibi(LabelOnlyMechanism):
+    """Labels of a network trained with ALIBI's randomised soft labels at eps (label DP); no
+    noise at query time."""
+
+    name = "alibi"
+    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "prior": "uniform", "refine": 0}
+
+    def check_params(self) -> None:
+        p = self.params
+        if not (isinstance(p["eps"], int | float) and math.isfinite(p["eps"]) and p["eps"] > 0):
+            raise ConfigError("mechanism alibi: eps must be a positive number")
+        if p["prior"] not in PRIORS:
+            raise ConfigError(
+                f"mechanism alibi: prior must be one of {', '.join(PRIORS)}, got {p['prior']!r}"
+            )
+        refine = p["refine"]
+        if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
+            raise ConfigError("mechanism alibi: refine must be an integer >= 0 (rounds)")
+
+    def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        self.num_classes = task.num_classes
+        self.memory = {}
+        train = task.splits().train
+        recipe = {
+            "artifact": "alibi-network",
+            "task": task.config(),
+            "data": task.data_fingerprint(),
+            "seed": ctx.seed,
+            "epochs": epochs_of(task),
+            "params": self.params,
+        }
+
+        def build() -> dict[str, torch.Tensor]:
+            weights, targets = train_alibi(
+                task,
+                train.x,
+                train.y,
+                eps=float(self.params["eps"]),
+                prior=str(self.params["prior"]),
+                refine=int(self.params["refine"]),
+                seed=ctx.seed,
+            )
+            return {**weights, "soft_targets": targets}
+
+        state = dict(ctx.cache.get_or_build(recipe, build))
+        self.soft_targets = state.pop("soft_targets")
+        model = task.model()
+        model.load_state_dict(state)
+        self.model = model.eval()
+
+    def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(x), dtype=torch.bool)
+
+    def guarantee(self) -> Guarantee:
+        return Guarantee(
+            "dp", {"eps": float(self.params["eps"]), "delta": 0.0}, "training-labels/replace-one"
+        )
