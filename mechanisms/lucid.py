@@ -124,6 +124,8 @@ class Lucid(LeaveOneOutAccess):
         "variant": "full",
         "time_limit": 60.0,
         "budget": 600.0,
+        "node_limit": 0,
+        "max_milps": 0,
     }
 
     def check_params(self) -> None:
@@ -137,6 +139,10 @@ class Lucid(LeaveOneOutAccess):
             value = self.params[key]
             if not (isinstance(value, int | float) and value > 0):
                 raise ConfigError(f"mechanism lucid: {key} must be a positive number of seconds")
+        for key in ("node_limit", "max_milps"):
+            value = self.params[key]
+            if not (isinstance(value, int) and value >= 0):
+                raise ConfigError(f"mechanism lucid: {key} must be an integer >= 0 (0: no limit)")
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         super().fit(task, splits, ctx)
@@ -149,6 +155,8 @@ class Lucid(LeaveOneOutAccess):
             "variant": self.params["variant"],
             "time_limit": self.params["time_limit"],
             "budget": self.params["budget"],
+            "node_limit": self.params["node_limit"],
+            "max_milps": self.params["max_milps"],
         }
 
         def build() -> dict[str, torch.Tensor]:
@@ -166,6 +174,8 @@ class Lucid(LeaveOneOutAccess):
                     time_limit=float(self.params["time_limit"]),
                     budget=float(self.params["budget"]),
                     seed=ctx.seed,
+                    node_limit=int(self.params["node_limit"]) or None,
+                    max_milps=int(self.params["max_milps"]) or None,
                 ).bound
                 for c in range(task.num_classes)
             ]

@@ -297,7 +297,7 @@ class DecisionBound:
     bound: float
     milps: int
     seconds: float
-    complete: bool  # False when the time budget stopped branch and bound early
+    complete: bool  # False when a budget (time or MILP count) stopped branch and bound early
 
 
 def _solve_bound(
@@ -306,10 +306,11 @@ def _solve_bound(
     target: int,
     flags: tuple[bool, ...],
     time_limit: float,
+    node_limit: int | None = None,
 ) -> float:
     _, matching, relax, _ = flags
     milp = encode(net, Hyper.over(members), target, matching=matching, relax_similar=relax)
-    result = milp.solve(time_limit=time_limit)
+    result = milp.solve(time_limit=time_limit, node_limit=node_limit)
     if result.status == "infeasible":
         return -math.inf  # no input on which a network of the set leaves `target`
     if result.status == "error" or result.status == "unbounded":
@@ -346,18 +347,26 @@ def decision_bound(
     time_limit: float = 60.0,
     budget: float = 600.0,
     seed: int = 0,
+    node_limit: int | None = None,
+    max_milps: int | None = None,
 ) -> DecisionBound:
-    """DB_target over the leave-one-out networks `loo` for the variant's techniques."""
+    """DB_target over the leave-one-out networks `loo` for the variant's techniques.
+
+    Budgets: `time_limit` per MILP and `budget` for branch and bound are wall-clock (the
+    paper's), so the bound they give depends on the machine's load; `node_limit` per MILP
+    and `max_milps` for branch and bound (no split starts once that many MILPs were solved)
+    are work budgets, the same on every machine.
+    Whichever stops first, the bound returned is the certified one reached so far."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown LUCID variant {variant!r}; known: {', '.join(VARIANTS)}")
     flags = VARIANTS[variant]
     hyper, _, _, branch = flags
     start = time.perf_counter()
     if not hyper:  # naive: one exact MILP per leave-one-out network, then the maximum
-        bounds = [_solve_bound(net, [n], target, flags, time_limit) for n in loo]
+        bounds = [_solve_bound(net, [n], target, flags, time_limit, node_limit) for n in loo]
         return DecisionBound(target, max(bounds), len(loo), time.perf_counter() - start, True)
     everyone = list(range(len(loo)))
-    root = _solve_bound(net, loo, target, flags, time_limit)
+    root = _solve_bound(net, loo, target, flags, time_limit, node_limit)
     if not branch:
         return DecisionBound(target, root, 1, time.perf_counter() - start, True)
     flat = np.stack([np.concatenate([np.concatenate([w.ravel(), b]) for w, b in n]) for n in loo])
@@ -367,11 +376,14 @@ def decision_bound(
         neg, _, members = heap[0]
         if len(members) == 1 or not math.isfinite(neg):
             return DecisionBound(target, -neg, milps, time.perf_counter() - start, True)
-        if time.perf_counter() - start > budget:
+        out_of_work = max_milps is not None and milps >= max_milps
+        if out_of_work or time.perf_counter() - start > budget:
             return DecisionBound(target, -neg, milps, time.perf_counter() - start, False)
         heapq.heappop(heap)
         for group in _split(flat, members, seed):
-            child = _solve_bound(net, [loo[i] for i in group], target, flags, time_limit)
+            child = _solve_bound(
+                net, [loo[i] for i in group], target, flags, time_limit, node_limit
+            )
             milps += 1
             heapq.heappush(heap, (-min(child, -neg), counter, group))
             counter += 1
