@@ -194,6 +194,7 @@ class PosthocPTR(Mechanism):
                 "n_calib": p["n_calib"],
                 "certify_code": files_digest(_CODE),
                 "time_limit": p["time_limit"],
+                "node_limit": p["node_limit"],
             },
             lambda: self._calibrate(z_train[: int(p["n_calib"])], radius),
         )
