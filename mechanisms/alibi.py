@@ -19,6 +19,7 @@ unlike dp-sgd this is not DP over whole records (docs/lucid.md).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.errors import ConfigError
-from bench.hashing import derive_seed, seeded_init
+from bench.hashing import derive_seed, files_digest, seeded_init
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.dp_sgd import BATCH, LR
@@ -148,6 +149,7 @@ class Alibi(LabelOnlyMechanism):
         train = task.splits().train
         recipe = {
             "artifact": "alibi-network",
+            "code": files_digest([Path(__file__), Path(__file__).with_name("dp_sgd.py")]),
             "task": task.config(),
             "data": task.data_fingerprint(),
             "seed": ctx.seed,

@@ -11,6 +11,7 @@ with per-sample clipping to `max_grad_norm`. eps = 0 is impossible for DP traini
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -18,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.errors import ConfigError
-from bench.hashing import seeded_init
+from bench.hashing import files_digest, seeded_init
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.label_only import LabelOnlyMechanism
@@ -102,6 +103,7 @@ class DPSGD(LabelOnlyMechanism):
         epochs = int(task.config().get("train_epochs", 30))
         recipe = {
             "artifact": "dp-sgd-network",
+            "code": files_digest([Path(__file__)]),  # retrain when the training code changes
             "task": task.config(),
             "data": task.data_fingerprint(),
             "seed": ctx.seed,
