@@ -1,0 +1,93 @@
+"""LUCID's costs (issue 6): leave-one-out networks trained per second, stacked (vmapped)
+against one by one, side by side in group "loo-networks-adult-2x50" (target >= 20x); and
+the iDP-DB of adult 2x50 on 2,000 training points under the shipped work budgets (group
+"idp-db-adult-2x50-2000", only with --benchmark-enable: its 2,001 networks take minutes)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from bench.certify.idp_bound import decision_bound, dense_layers
+from bench.suite import make_task
+from bench.tasks.tabular import tabular_model
+from mechanisms.leave_one_out import LooRecipe, leave_one_out, train_sequential, train_stacked
+
+NETWORKS = 256  # one chunk of leave_one_out's stacked training
+
+
+def _count(benchmark) -> int:
+    """NETWORKS when benchmarking; 8 for the one smoke run of `make test`."""
+    return 8 if benchmark.disabled else NETWORKS
+
+
+RECIPE = LooRecipe(lr=0.1, epochs=30, batch_size=1024, seed=0)
+
+
+@pytest.fixture(scope="module")
+def adult():
+    torch.set_num_threads(1)
+    return make_task("adult", {"subsample": 200, "arch": "2x50"}, "<perf>")
+
+
+@pytest.mark.benchmark(group="loo-networks-adult-2x50")
+def test_stacked_leave_one_out_training(benchmark, adult) -> None:
+    train, d = adult.splits().train, adult.splits().train.x.shape[1]
+    removed = torch.arange(-1, _count(benchmark) - 1)
+    params = benchmark.pedantic(
+        lambda: train_stacked(tabular_model("2x50", d, 2), train, removed, RECIPE),
+        rounds=3,
+        iterations=1,
+    )
+    benchmark.extra_info["networks"] = len(removed)
+    assert next(iter(params.values())).shape[0] == len(removed)
+
+
+@pytest.mark.benchmark(group="loo-networks-adult-2x50")
+def test_one_by_one_leave_one_out_training(benchmark, adult) -> None:
+    train, d = adult.splits().train, adult.splits().train.x.shape[1]
+
+    count = _count(benchmark)
+
+    def one_by_one() -> list[torch.nn.Module]:
+        return [
+            train_sequential(tabular_model("2x50", d, 2), train, i, RECIPE)
+            for i in range(-1, count - 1)
+        ]
+
+    nets = benchmark.pedantic(one_by_one, rounds=2, iterations=1)
+    benchmark.extra_info["networks"] = count
+    assert len(nets) == count
+
+
+@pytest.mark.benchmark(group="idp-db-adult-2x50-2000")
+def test_idp_decision_bounds_adult_2000(benchmark) -> None:
+    if benchmark.disabled:
+        pytest.skip("minutes of setup: run with `make bench-perf`")
+    torch.set_num_threads(1)
+    task = make_task("adult", {"subsample": 2000, "arch": "2x50"}, "<perf>")
+    train = task.splits().train
+    d = train.x.shape[1]
+    stacked = leave_one_out(tabular_model("2x50", d, 2), train, RECIPE)
+    arch = tabular_model("2x50", d, 2)
+    layers = [
+        dense_layers(arch, {k: v[i] for k, v in stacked.items()}, d) for i in range(len(train) + 1)
+    ]
+
+    def both_classes() -> list[float]:
+        return [
+            decision_bound(
+                layers[0],
+                layers[1:],
+                c,
+                variant="full",
+                node_limit=1,
+                max_milps=8,
+                time_limit=600.0,
+            ).bound
+            for c in (0, 1)
+        ]
+
+    bounds = benchmark.pedantic(both_classes, rounds=1, iterations=1)
+    benchmark.extra_info["bounds"] = bounds
+    assert all(b > float("-inf") for b in bounds)
