@@ -1,5 +1,6 @@
 """LUCID's costs (issue 6): leave-one-out networks trained per second, stacked (vmapped)
-against one by one, side by side in group "loo-networks-adult-2x50" (target >= 20x); and
+against one by one, side by side in groups "loo-networks-<task>-<arch>" (target >= 20x; on
+2 CPU cores full-batch 2x50 training is compute-bound either way: docs/lucid.md); and
 the iDP-DB of adult 2x50 on 2,000 training points under the shipped work budgets (group
 "idp-db-adult-2x50-2000", only with --benchmark-enable: its 2,001 networks take minutes)."""
 
@@ -13,29 +14,31 @@ from bench.suite import make_task
 from bench.tasks.tabular import tabular_model
 from mechanisms.leave_one_out import LooRecipe, leave_one_out, train_sequential, train_stacked
 
-NETWORKS = 256  # one chunk of leave_one_out's stacked training
+RECIPE = LooRecipe(lr=0.1, epochs=30, batch_size=1024, seed=0)  # REFERENCE.md §3
+# (task, training records, architecture, networks): the issue's adult 2x50, and the default
+# suite's spam 2x10 (every leave-one-out network of its 60 records).
+CASES = {"adult-2x50": ("adult", 400, "2x50", 256), "spam-2x10": ("spam", 60, "2x10", 61)}
 
 
-def _count(benchmark) -> int:
-    """NETWORKS when benchmarking; 8 for the one smoke run of `make test`."""
-    return 8 if benchmark.disabled else NETWORKS
+@pytest.fixture(scope="module", params=sorted(CASES))
+def case(request: pytest.FixtureRequest) -> tuple[str, object, str, int]:
+    name, records, arch, networks = CASES[request.param]
+    task = make_task(name, {"subsample": records, "arch": arch}, "<perf>")
+    return request.param, task, arch, networks
 
 
-RECIPE = LooRecipe(lr=0.1, epochs=30, batch_size=1024, seed=0)
+def _count(benchmark, networks: int) -> int:
+    """All `networks` when benchmarking; 4 for the one smoke run of `make test`."""
+    return 4 if benchmark.disabled else networks
 
 
-@pytest.fixture(scope="module")
-def adult():
-    torch.set_num_threads(1)
-    return make_task("adult", {"subsample": 200, "arch": "2x50"}, "<perf>")
-
-
-@pytest.mark.benchmark(group="loo-networks-adult-2x50")
-def test_stacked_leave_one_out_training(benchmark, adult) -> None:
-    train, d = adult.splits().train, adult.splits().train.x.shape[1]
-    removed = torch.arange(-1, _count(benchmark) - 1)
+def test_stacked_leave_one_out_training(benchmark, case) -> None:
+    label, task, arch, networks = case
+    benchmark.group = f"loo-networks-{label}"
+    train = task.splits().train
+    removed = torch.arange(-1, _count(benchmark, networks) - 1)
     params = benchmark.pedantic(
-        lambda: train_stacked(tabular_model("2x50", d, 2), train, removed, RECIPE),
+        lambda: train_stacked(tabular_model(arch, train.x.shape[1], 2), train, removed, RECIPE),
         rounds=3,
         iterations=1,
     )
@@ -43,15 +46,15 @@ def test_stacked_leave_one_out_training(benchmark, adult) -> None:
     assert next(iter(params.values())).shape[0] == len(removed)
 
 
-@pytest.mark.benchmark(group="loo-networks-adult-2x50")
-def test_one_by_one_leave_one_out_training(benchmark, adult) -> None:
-    train, d = adult.splits().train, adult.splits().train.x.shape[1]
-
-    count = _count(benchmark)
+def test_one_by_one_leave_one_out_training(benchmark, case) -> None:
+    label, task, arch, networks = case
+    benchmark.group = f"loo-networks-{label}"
+    train = task.splits().train
+    count = _count(benchmark, networks)
 
     def one_by_one() -> list[torch.nn.Module]:
         return [
-            train_sequential(tabular_model("2x50", d, 2), train, i, RECIPE)
+            train_sequential(tabular_model(arch, train.x.shape[1], 2), train, i, RECIPE)
             for i in range(-1, count - 1)
         ]
 
