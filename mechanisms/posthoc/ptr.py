@@ -158,8 +158,9 @@ class CertifiedRegion:
 
 
 def certify_region(net: ReluMLP, z_train: np.ndarray, cfg: PTRConfig) -> CertifiedRegion:
-    """One MILP over the training embeddings' bounding box grown by R_max (public data only,
-    fixed before any query), decided against DeltaP with a budget 20x a query's."""
+    """One MILP over the training embeddings' bounding box grown by R_max (the server's own
+    data, like DeltaP: fixed before any query), decided against DeltaP with a budget 20x a
+    query's. It only short-cuts decisions the per-query path would certify the same way."""
     lo, hi = z_train.min(0), z_train.max(0)
     res = local_lipschitz(
         net,
