@@ -73,9 +73,10 @@ def box_patterns(
         return None
     count = 2 ** len(free)
     masks = [np.repeat((lo >= 0)[None].astype(np.float64), count, 0) for lo, _ in pre]
-    for p, bits in enumerate(itertools.product((0.0, 1.0), repeat=len(free))):
-        for (layer, j), bit in zip(free, bits, strict=True):
-            masks[layer][p, j] = bit
+    # pattern p sets the i-th unstable neuron to bit i of p (most significant first)
+    bits = (np.arange(count)[:, None] >> np.arange(len(free))[::-1]) & 1
+    for i, (layer, j) in enumerate(free):
+        masks[layer][:, j] = bits[:, i]
     jac = np.broadcast_to(net.weights[0], (count, *net.weights[0].shape))
     for layer, w in enumerate(net.weights[1:]):
         jac = np.einsum("oi,pij->poj", w, jac * masks[layer][:, :, None])
