@@ -11,14 +11,15 @@ import torch
 from torch import nn
 
 from bench.errors import ConfigError
-from bench.protocols import DataSplit, Splits, Task
+from bench.protocols import DataSplit, Splits
 from bench.registry import register_task
+from bench.tasks.sized import SizedTask
 
 SPLIT_SEED = 20260102  # fixed draw: the job seed never changes the data
 
 
 @register_task
-class GaussianTask(Task):
+class GaussianTask(SizedTask):
     """x ~ N(0, tau^2 I_784); label = sign of the coordinate sum (a trivial task, so that split
     inference has a utility to report: every coordinate carries signal, so accuracy falls
     smoothly as the noise grows past tau). data_range (-5 tau, 5 tau) holds all but a fraction
@@ -36,28 +37,12 @@ class GaussianTask(Task):
     def __init__(
         self, n_train: int = 2000, n_aux: int = 1000, n_test: int = 500, train_epochs: int = 50
     ) -> None:
-        for key, value in (("n_train", n_train), ("n_aux", n_aux), ("n_test", n_test)):
-            if value < 1:
-                raise ConfigError(f"task {self.name}: {key} must be >= 1, got {value}")
-        if train_epochs < 1:
-            raise ConfigError(f"task {self.name}: train_epochs must be >= 1")
-        self.n_train, self.n_aux, self.n_test = n_train, n_aux, n_test
-        self.train_epochs = train_epochs
+        self._init_sizes(n_train, n_aux, n_test, train_epochs)
         self.input_shape = (self.dim,)
         self.data_range = (-5 * self.tau, 5 * self.tau)
-        self._splits: Splits | None = None
 
     def config(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "tau": self.tau,
-            "dim": self.dim,
-            "n_train": self.n_train,
-            "n_aux": self.n_aux,
-            "n_test": self.n_test,
-            "train_epochs": self.train_epochs,
-        }
+        return {**self._size_config(), "tau": self.tau, "dim": self.dim}
 
     def _draw(self, n: int, generator: torch.Generator) -> DataSplit:
         x = self.tau * torch.randn(n, self.dim, generator=generator)
