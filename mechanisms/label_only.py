@@ -9,6 +9,11 @@ predicted label with probability e^(eps/2) / (e^(eps/2) + k - 1), each other lab
 Every noisy answer is remembered per input, so a repeated query returns the same label
 (the paper's Algorithm 2): repeating a query gains an attacker nothing.
 
+Queries are records. On a table with one-hot encoded categories, a query whose one-hot
+group is not a single 1 is first mapped to the record with that group's largest entry
+(`canonical_records`), so every answer is a function of a valid record: the domain the
+iDP decision bound is certified on (bench/certify/idp_bound.py).
+
 - `naive-noise`: the exponential mechanism on every query (eps-DP, hence eps-iDP).
 - `naive-idp`: query N and all n leave-one-out networks; noise only where they disagree
   (exact, but every query runs n + 1 networks).
@@ -46,6 +51,28 @@ def exponential_mechanism(
     return torch.where(keep, predicted, other)
 
 
+Groups = tuple[tuple[int, ...], ...]
+
+
+def canonical_records(x: torch.Tensor, groups: Groups) -> torch.Tensor:
+    """`x` with each one-hot group replaced by the one-hot vector of its largest entry (the
+    first on ties); a valid record is unchanged."""
+    if not groups:
+        return x
+    out = x.clone()
+    for group in groups:
+        index = torch.tensor(group)
+        block = x[:, index]
+        out[:, index] = F.one_hot(block.argmax(1), len(group)).to(x.dtype)
+    return out
+
+
+def one_hot_groups(task: Any) -> Groups:
+    """The task's one-hot groups (tabular tasks declare them; none otherwise)."""
+    groups = getattr(task, "one_hot_groups", None)
+    return tuple(tuple(g) for g in groups()) if callable(groups) else ()
+
+
 def _input_key(row: torch.Tensor) -> bytes:
     return row.detach().to(torch.float32).contiguous().numpy().tobytes()
 
@@ -66,12 +93,14 @@ class LabelOnlyMechanism(Mechanism):
     num_classes: int
     model: nn.Module  # the network whose labels are served (set by `fit`)
     memory: dict[bytes, int]  # remembered noisy answers, per input
+    groups: Groups = ()  # one-hot groups of the task's records (set by `fit`)
 
     def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         """(N,) bool: inputs whose predicted label might leak membership."""
         return torch.ones(len(x), dtype=torch.bool)
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        x = canonical_records(x, self.groups)
         with torch.no_grad():
             logits = self.model(x)
         predicted = logits.argmax(1)

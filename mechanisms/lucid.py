@@ -24,7 +24,12 @@ from bench.errors import ConfigError
 from bench.metrics.stats import summarize
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms.label_only import LabelOnlyMechanism, confidence
+from mechanisms.label_only import (
+    LabelOnlyMechanism,
+    canonical_records,
+    confidence,
+    one_hot_groups,
+)
 from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits
 
 PROBE_UNIFORM = 2000
@@ -53,6 +58,7 @@ class LeaveOneOutAccess(LabelOnlyMechanism):
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         self.num_classes = task.num_classes
         self.memory = {}
+        self.groups = one_hot_groups(task)
         self.arch = task.model()
         self.stacked = loo_networks(task, ctx, ctx.progress)
         self.model = _Member(self.arch, {k: v[0] for k, v in self.stacked.items()})
@@ -157,6 +163,7 @@ class Lucid(LeaveOneOutAccess):
             "budget": self.params["budget"],
             "node_limit": self.params["node_limit"],
             "max_milps": self.params["max_milps"],
+            "domain": {"one_hot_groups": self.groups},
         }
 
         def build() -> dict[str, torch.Tensor]:
@@ -176,6 +183,7 @@ class Lucid(LeaveOneOutAccess):
                     seed=ctx.seed,
                     node_limit=int(self.params["node_limit"]) or None,
                     max_milps=int(self.params["max_milps"]) or None,
+                    groups=self.groups,
                 ).bound
                 for c in range(task.num_classes)
             ]
@@ -188,7 +196,9 @@ class Lucid(LeaveOneOutAccess):
         return confidence(logits).double() <= self.bounds[predicted]
 
     def claim_metrics(self, task: Task, splits: Splits) -> dict[str, Any]:
-        probes = probe_inputs(self.arch, self.stacked, splits.test.x, seed=0)
+        probes = canonical_records(
+            probe_inputs(self.arch, self.stacked, splits.test.x, seed=0), self.groups
+        )
         with torch.no_grad():
             logits = self.model(probes)
         unguarded = ~self.needs_noise(probes, logits)

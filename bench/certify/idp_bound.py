@@ -1,10 +1,12 @@
 """The iDP decision bound (iDP-DB) of LUCID (seed 003, Sec. 5-6), computed soundly.
 
 For class c, DB_c bounds from above the confidence of N (its c-logit minus its best other
-logit) over every input of the domain [0, 1]^d on which some leave-one-out network N_i
-does not predict c. An answer c given with confidence above DB_c is then the same for
-every N_i, hence independent of any single training point: 0-iDP with no noise (the
-paper's Theorem 6.1).
+logit) over every input of the domain on which some leave-one-out network N_i does not
+predict c. The domain is [0, 1]^d, or, for a table with one-hot encoded categories, its
+valid records: every one-hot group holds exactly one 1. The MILP ranges over the convex
+hull of those records (each group a simplex), a superset, so the bound stays sound. An
+answer c given with confidence above DB_c is then the same for every N_i, hence
+independent of any single training point: 0-iDP with no noise (the paper's Theorem 6.1).
 
 How it is computed (each step an over-approximation, so the bound stays sound):
 - Hyper-network (Def. 5.1): for a set S of networks, interval weights [min, max] over S.
@@ -40,6 +42,7 @@ from bench.certify.milp import MILP
 from bench.errors import ConfigError
 
 Layer = tuple[np.ndarray, np.ndarray]  # (W: out x in, b: out), float64
+Groups = tuple[tuple[int, ...], ...]  # input indices of each one-hot group
 SIMILAR_WIDTH = 0.01  # relax-if-similar threshold on a difference interval's width
 ROUNDING = 1e-9  # slack on interval bounds: float64 rounding must never cut a point off
 VARIANTS = {
@@ -111,8 +114,30 @@ def _interval_affine(
     corners = np.stack([w_lo * a_lo, w_lo * a_hi, w_hi * a_lo, w_hi * a_hi])
     lo = corners.min(0).sum(1) + b_lo
     hi = corners.max(0).sum(1) + b_hi
+    return _with_slack(lo, hi)
+
+
+def _with_slack(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     slack = ROUNDING * (1 + np.abs(lo) + np.abs(hi))
     return lo - slack, hi + slack
+
+
+def _input_affine(
+    w_lo: np.ndarray, w_hi: np.ndarray, b_lo: np.ndarray, b_hi: np.ndarray, groups: Groups
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of W x + b over W in [w_lo, w_hi], b in [b_lo, b_hi] and x in the domain:
+    [0, 1] per ungrouped input, a simplex per one-hot group (x >= 0, sum 1), on which a
+    group's term sum_j W_j x_j lies between min_j w_lo_j and max_j w_hi_j."""
+    grouped = np.zeros(w_lo.shape[1], dtype=bool)
+    lo, hi = b_lo.copy(), b_hi.copy()
+    for group in groups:
+        index = list(group)
+        grouped[index] = True
+        lo += w_lo[:, index].min(1)
+        hi += w_hi[:, index].max(1)
+    lo += np.minimum(w_lo[:, ~grouped], 0).sum(1)
+    hi += np.maximum(w_hi[:, ~grouped], 0).sum(1)
+    return _with_slack(lo, hi)
 
 
 @dataclass
@@ -146,22 +171,36 @@ class Bounds:
     d: list[tuple[np.ndarray, np.ndarray]] = field(default_factory=list)
 
 
-def propagate(net: list[Layer], hyper: Hyper, in_features: int) -> Bounds:
+def propagate(net: list[Layer], hyper: Hyper, groups: Groups = ()) -> Bounds:
     """Interval bounds of N's, the hyper-network's and their differences' pre-activations
-    over the domain [0, 1]^d (sound: interval arithmetic with a rounding slack)."""
+    over the domain (sound: interval arithmetic with a rounding slack)."""
     out = Bounds()
-    x_lo, x_hi = np.zeros(in_features), np.ones(in_features)
-    n_lo, n_hi, h_lo, h_hi = x_lo, x_hi, x_lo, x_hi
-    da_lo = da_hi = np.zeros(in_features)  # hyper input minus N's input: both are x
+    n_lo = n_hi = h_lo = h_hi = np.zeros(0)
+    da_lo = da_hi = np.zeros(0)
     for k, (w, b) in enumerate(net):
-        z = _interval_affine(w, w, b, b, n_lo, n_hi)
-        h = _interval_affine(hyper.w_lo[k], hyper.w_hi[k], hyper.b_lo[k], hyper.b_hi[k], h_lo, h_hi)
-        # h - z = (W_h - W) a_h + W (a_h - a_n) + (b_h - b), each term bounded by intervals.
-        t1 = _interval_affine(
-            hyper.w_lo[k] - w, hyper.w_hi[k] - w, hyper.b_lo[k] - b, hyper.b_hi[k] - b, h_lo, h_hi
-        )
-        t2 = _interval_affine(w, w, np.zeros_like(b), np.zeros_like(b), da_lo, da_hi)
-        d = (np.maximum(t1[0] + t2[0], h[0] - z[1]), np.minimum(t1[1] + t2[1], h[1] - z[0]))
+        if k == 0:  # the input is the domain, shared: h - z = (W_h - W) x + (b_h - b)
+            z = _input_affine(w, w, b, b, groups)
+            h = _input_affine(hyper.w_lo[0], hyper.w_hi[0], hyper.b_lo[0], hyper.b_hi[0], groups)
+            t = _input_affine(
+                hyper.w_lo[0] - w, hyper.w_hi[0] - w, hyper.b_lo[0] - b, hyper.b_hi[0] - b, groups
+            )
+        else:
+            z = _interval_affine(w, w, b, b, n_lo, n_hi)
+            h = _interval_affine(
+                hyper.w_lo[k], hyper.w_hi[k], hyper.b_lo[k], hyper.b_hi[k], h_lo, h_hi
+            )
+            # h - z = (W_h - W) a_h + W (a_h - a_n) + (b_h - b), each term by intervals.
+            t1 = _interval_affine(
+                hyper.w_lo[k] - w,
+                hyper.w_hi[k] - w,
+                hyper.b_lo[k] - b,
+                hyper.b_hi[k] - b,
+                h_lo,
+                h_hi,
+            )
+            t2 = _interval_affine(w, w, np.zeros_like(b), np.zeros_like(b), da_lo, da_hi)
+            t = (t1[0] + t2[0], t1[1] + t2[1])
+        d = (np.maximum(t[0], h[0] - z[1]), np.minimum(t[1], h[1] - z[0]))
         out.n.append(z)
         out.h.append(h)
         out.d.append(d)
@@ -233,14 +272,18 @@ def encode(
     matching: bool,
     relax_similar: bool,
     tighten: bool = True,
+    groups: Groups = (),
 ) -> MILP:
     """The MILP whose optimum is N's largest confidence in `target` on inputs where some
     network of the hyper-network's set may not predict `target` (maximised). With `tighten`,
-    pre-activation bounds beyond the first layer come from the LP relaxation built so far."""
+    pre-activation bounds beyond the first layer come from the LP relaxation built so far.
+    Each one-hot group's inputs sum to 1 (the hull of the valid records)."""
     d_in = net[0][0].shape[1]
-    bounds = propagate(net, hyper, d_in)
+    bounds = propagate(net, hyper, groups)
     m = MILP(sense="max")
     x = m.add_vars(0.0, 1.0, d_in)
+    for group in groups:
+        m.add_row([int(x[j]) for j in group], np.ones(len(group)), 1.0, 1.0)
     a_n, a_h = x, x
     depth = len(net)
     for k, (w, b) in enumerate(net):
@@ -307,15 +350,30 @@ def _solve_bound(
     flags: tuple[bool, ...],
     time_limit: float,
     node_limit: int | None = None,
+    groups: Groups = (),
 ) -> float:
     _, matching, relax, _ = flags
-    milp = encode(net, Hyper.over(members), target, matching=matching, relax_similar=relax)
+    milp = encode(
+        net, Hyper.over(members), target, matching=matching, relax_similar=relax, groups=groups
+    )
     result = milp.solve(time_limit=time_limit, node_limit=node_limit)
     if result.status == "infeasible":
         return -math.inf  # no input on which a network of the set leaves `target`
     if result.status == "error" or result.status == "unbounded":
         return math.inf
     return result.bound  # the certified dual bound, never the incumbent
+
+
+def check_groups(groups: Groups, in_features: int) -> None:
+    """One-hot groups must be non-empty, disjoint sets of input indices."""
+    seen: set[int] = set()
+    for group in groups:
+        if not group or any(not 0 <= j < in_features or j in seen for j in group):
+            raise ConfigError(
+                f"iDP bound: one-hot groups must be disjoint, non-empty sets of input "
+                f"indices below {in_features}, got {list(group)}"
+            )
+        seen.update(group)
 
 
 def _split(flat: np.ndarray, members: list[int], seed: int) -> list[list[int]]:
@@ -349,8 +407,10 @@ def decision_bound(
     seed: int = 0,
     node_limit: int | None = None,
     max_milps: int | None = None,
+    groups: Groups = (),
 ) -> DecisionBound:
-    """DB_target over the leave-one-out networks `loo` for the variant's techniques.
+    """DB_target over the leave-one-out networks `loo` for the variant's techniques, on
+    the domain [0, 1]^d with the one-hot `groups` of a table (none: the whole box).
 
     Budgets: `time_limit` per MILP and `budget` for branch and bound are wall-clock (the
     paper's), so the bound they give depends on the machine's load; `node_limit` per MILP
@@ -359,14 +419,19 @@ def decision_bound(
     Whichever stops first, the bound returned is the certified one reached so far."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown LUCID variant {variant!r}; known: {', '.join(VARIANTS)}")
+    check_groups(groups, net[0][0].shape[1])
     flags = VARIANTS[variant]
     hyper, _, _, branch = flags
     start = time.perf_counter()
+
+    def solve(members: list[list[Layer]]) -> float:
+        return _solve_bound(net, members, target, flags, time_limit, node_limit, groups)
+
     if not hyper:  # naive: one exact MILP per leave-one-out network, then the maximum
-        bounds = [_solve_bound(net, [n], target, flags, time_limit, node_limit) for n in loo]
+        bounds = [solve([n]) for n in loo]
         return DecisionBound(target, max(bounds), len(loo), time.perf_counter() - start, True)
     everyone = list(range(len(loo)))
-    root = _solve_bound(net, loo, target, flags, time_limit, node_limit)
+    root = solve(loo)
     if not branch:
         return DecisionBound(target, root, 1, time.perf_counter() - start, True)
     flat = np.stack([np.concatenate([np.concatenate([w.ravel(), b]) for w, b in n]) for n in loo])
@@ -381,9 +446,7 @@ def decision_bound(
             return DecisionBound(target, -neg, milps, time.perf_counter() - start, False)
         heapq.heappop(heap)
         for group in _split(flat, members, seed):
-            child = _solve_bound(
-                net, [loo[i] for i in group], target, flags, time_limit, node_limit
-            )
+            child = solve([loo[i] for i in group])
             milps += 1
             heapq.heappush(heap, (-min(child, -neg), counter, group))
             counter += 1

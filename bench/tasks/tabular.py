@@ -6,8 +6,10 @@ mapped to [0, 1] by the TRAIN split's rank scale (piecewise-linear through its d
 values at evenly spaced levels, clipped outside; monotone, and robust to the heavy tails
 of counts and amounts that leave min-max scaling near 0); categorical columns are
 one-hot encoded over the categories of the whole table (the schema, not a statistic). Every
-feature therefore lies in [0, 1], and the domain the iDP-DB MILP maximises over is the box
-[0, 1]^d, a superset of every encodable record (sound for the bound).
+feature therefore lies in [0, 1]. The task's `one_hot_groups` name each category's
+columns: a valid record has exactly one 1 per group. Label-only mechanisms answer that
+record (mechanisms/label_only.py canonicalises other queries onto it), so the iDP-DB
+MILP maximises over the hull of the valid records, not over the whole box [0, 1]^d.
 
 Splits are fixed: the official train/test for adult; a fixed permutation 80/20 otherwise;
 the aux split (10% of train, for attackers) is carved from train. `subsample` takes the
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -73,15 +76,20 @@ def tabular_model(arch: str, in_features: int, num_classes: int) -> nn.Sequentia
     return mlp(in_features, (width,) * depth, num_classes)
 
 
+Groups = tuple[tuple[int, ...], ...]
+
+
 def encode(
     train: pd.DataFrame, others: list[pd.DataFrame]
-) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
-    """Train and other frames -> float32 feature matrices in [0, 1] and feature names
-    (numeric: train rank scale; categorical: one-hot over all frames' categories)."""
+) -> tuple[np.ndarray, list[np.ndarray], list[str], Groups]:
+    """Train and other frames -> float32 feature matrices in [0, 1], feature names
+    (numeric: train rank scale; categorical: one-hot over all frames' categories) and the
+    column indices of each one-hot block."""
     frames = [train, *others]
     features = [c for c in train.columns if c != src.LABEL]
     blocks: list[list[np.ndarray]] = [[] for _ in frames]
     names: list[str] = []
+    groups: list[tuple[int, ...]] = []
     for column in features:
         if pd.api.types.is_numeric_dtype(train[column]):
             knots = np.unique(train[column].to_numpy(float))
@@ -95,16 +103,25 @@ def encode(
             for block, df in zip(blocks, frames, strict=True):
                 values = df[column].astype(str).to_numpy()
                 block.append((values[:, None] == np.array(categories)[None, :]).astype(float))
+            groups.append(tuple(range(len(names), len(names) + len(categories))))
             names += [f"{column}={c}" for c in categories]
     matrices = [np.concatenate(b, axis=1).astype(np.float32) for b in blocks]
-    return matrices[0], matrices[1:], names
+    return matrices[0], matrices[1:], names, tuple(groups)
 
 
 def _split(x: np.ndarray, y: np.ndarray, idx: np.ndarray) -> DataSplit:
     return DataSplit(torch.from_numpy(x[idx]), torch.from_numpy(y[idx]).long())
 
 
-def fixed_splits(train: pd.DataFrame, test: pd.DataFrame | None) -> Splits:
+@dataclass(frozen=True)
+class EncodedTable:
+    """A table's fixed splits and the one-hot groups of its encoding."""
+
+    splits: Splits
+    groups: Groups
+
+
+def fixed_splits(train: pd.DataFrame, test: pd.DataFrame | None) -> EncodedTable:
     """Encode and cut a table into fixed train / aux / test (a permutation when `test` is
     None), aux carved from train."""
     rng = np.random.default_rng(SPLIT_SEED)
@@ -113,15 +130,16 @@ def fixed_splits(train: pd.DataFrame, test: pd.DataFrame | None) -> Splits:
         n_test = round(TEST_FRACTION * len(train))
         test, train = train.iloc[order[:n_test]], train.iloc[order[n_test:]]
     train, test = train.reset_index(drop=True), test.reset_index(drop=True)
-    x_train, (x_test,), _ = encode(train, [test])
+    x_train, (x_test,), _, groups = encode(train, [test])
     y_train, y_test = train[src.LABEL].to_numpy(), test[src.LABEL].to_numpy()
     order = np.random.default_rng(SPLIT_SEED + 1).permutation(len(train))
     n_aux = round(AUX_FRACTION * len(train))
-    return Splits(
+    splits = Splits(
         train=_split(x_train, y_train, order[n_aux:]),
         aux=_split(x_train, y_train, order[:n_aux]),
         test=_split(x_test, y_test, np.arange(len(x_test))),
     )
+    return EncodedTable(splits, groups)
 
 
 class TabularTask(Task):
@@ -131,7 +149,7 @@ class TabularTask(Task):
 
     modality = "tabular"
     num_classes = 2
-    loader: ClassVar[Callable[[str | None], Splits]]
+    loader: ClassVar[Callable[[str | None], EncodedTable]]
 
     def __init__(
         self,
@@ -170,10 +188,14 @@ class TabularTask(Task):
 
     def splits(self) -> Splits:
         if self._splits is None:
-            full = type(self).loader(self.data_root)
-            self._splits = full.head(self.subsample, self.n_aux, self.n_test)
+            table = type(self).loader(self.data_root)
+            self._splits = table.splits.head(self.subsample, self.n_aux, self.n_test)
             self.input_shape = tuple(self._splits.test.x.shape[1:])
         return self._splits
+
+    def one_hot_groups(self) -> Groups:
+        """The input columns of each categorical feature: a valid record has one 1 in each."""
+        return type(self).loader(self.data_root).groups
 
     def model(self, arch: str = "default") -> nn.Module:
         self.splits()
@@ -182,28 +204,28 @@ class TabularTask(Task):
 
 
 @cache
-def _adult(_root: str | None) -> Splits:
+def _adult(_root: str | None) -> EncodedTable:
     return fixed_splits(*src.adult())
 
 
 @cache
-def _german(_root: str | None) -> Splits:
+def _german(_root: str | None) -> EncodedTable:
     return fixed_splits(src.german(), None)
 
 
 @cache
-def _credit(_root: str | None) -> Splits:
+def _credit(_root: str | None) -> EncodedTable:
     return fixed_splits(src.credit(), None)
 
 
 @cache
-def _spam(_root: str | None) -> Splits:
+def _spam(_root: str | None) -> EncodedTable:
     return fixed_splits(src.spam(), None)
 
 
-def _csv_loader(file_name: str, label: str | None) -> Callable[[str | None], Splits]:
+def _csv_loader(file_name: str, label: str | None) -> Callable[[str | None], EncodedTable]:
     @cache
-    def load(root: str | None) -> Splits:
+    def load(root: str | None) -> EncodedTable:
         if root is None:
             raise ConfigError(f"this task needs data_root: a directory holding {file_name}")
         return fixed_splits(src.csv_table(Path(root), file_name, label), None)
