@@ -100,6 +100,15 @@ class EmbeddingClaim(GaussInput):
         return Guarantee("ip", {"eps": 1.0, "delta": 1e-5, "radius": 0.1}, "l2/embedding")
 
 
+class TrainingSetClaim(GaussInput):
+    """A DP claim: over neighbouring training sets, which an input-space audit cannot test."""
+
+    name = "test-training-set-claim"
+
+    def guarantee(self) -> Guarantee:
+        return Guarantee("dp", {"eps": 1.0, "delta": 1e-5}, "training-set/add-remove")
+
+
 # ------------------------------------------------------------------------ bounds
 
 
@@ -255,7 +264,11 @@ def test_deterministic_mechanism_with_a_claim_fails() -> None:
 
 @pytest.mark.parametrize(
     ("cls", "reason"),
-    [(Identity, "notion 'none'"), (EmbeddingClaim, "distance 'l2/embedding'")],
+    [
+        (Identity, "notion 'none'"),
+        (EmbeddingClaim, "distance 'l2/embedding'"),
+        (TrainingSetClaim, "claim over neighbouring training sets"),
+    ],
 )
 def test_claims_the_audit_cannot_test_pass_with_a_reason(cls: type, reason: str) -> None:
     result = audit_mechanism(_calibrated(cls), VECTOR, 0)

@@ -38,6 +38,7 @@ from bench.hashing import derive_seed
 from bench.protocols import Mechanism, Task
 
 AUDITED_NOTIONS = frozenset({"ip", "ldp", "reconstruction"})
+TRAINING_SET_NOTIONS = frozenset({"dp", "idp"})  # neighbouring training sets, not inputs
 RADIUS_NOTIONS = frozenset({"ip", "reconstruction"})
 CONTINUOUS_MODALITIES = frozenset({"image", "tabular", "vector"})
 
@@ -222,6 +223,11 @@ def _unaudited(name: str, claim: tuple, reason: str) -> AuditResult:
 def _skip_reason(task: Task, claim: tuple) -> str | None:
     """Why this claim cannot be audited here, or None."""
     notion, eps, delta, radius, distance = claim
+    if notion in TRAINING_SET_NOTIONS:
+        return (
+            f"notion {notion!r} is a claim over neighbouring training sets; this audit "
+            "tests claims over inputs"
+        )
     if notion not in AUDITED_NOTIONS:
         return f"notion {notion!r} makes no (eps, delta) indistinguishability claim"
     if eps is None or not (eps > 0 and math.isfinite(eps)):
