@@ -13,17 +13,21 @@ that the bound would have let through unnoised; 1.0 means none was found.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 from torch.func import functional_call
 
+from bench.certify import idp_bound, milp
 from bench.certify.idp_bound import VARIANTS, decision_bound, dense_layers
 from bench.errors import ConfigError
+from bench.hashing import files_digest
 from bench.metrics.stats import summarize
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
+from mechanisms import leave_one_out as loo_training
 from mechanisms.label_only import (
     LabelOnlyMechanism,
     canonical_records,
@@ -37,6 +41,10 @@ PROBE_SEARCH_STARTS = 64
 PROBE_SEARCH_STEPS = 50
 
 
+def _code_digest(*modules: Any) -> str:
+    return files_digest([Path(m.__file__) for m in modules])
+
+
 def loo_networks(task: Task, ctx: FitContext, progress: bool = False) -> dict[str, torch.Tensor]:
     """N and its n leave-one-out networks, stacked (cached per task, data and seed)."""
     recipe = LooRecipe(epochs=int(task.config().get("train_epochs", 30)), seed=ctx.seed)
@@ -45,6 +53,7 @@ def loo_networks(task: Task, ctx: FitContext, progress: bool = False) -> dict[st
         "task": task.config(),
         "data": task.data_fingerprint(),
         "recipe": vars(recipe),
+        "code": _code_digest(loo_training),  # retrain when the training code changes
     }
     train = task.splits().train
     return ctx.cache.get_or_build(
@@ -164,6 +173,7 @@ class Lucid(LeaveOneOutAccess):
             "node_limit": self.params["node_limit"],
             "max_milps": self.params["max_milps"],
             "domain": {"one_hot_groups": self.groups},
+            "code": _code_digest(idp_bound, milp),  # recompute when the bound's code changes
         }
 
         def build() -> dict[str, torch.Tensor]:
