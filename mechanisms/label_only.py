@@ -9,10 +9,11 @@ predicted label with probability e^(eps/2) / (e^(eps/2) + k - 1), each other lab
 Every noisy answer is remembered per input, so a repeated query returns the same label
 (the paper's Algorithm 2): repeating a query gains an attacker nothing.
 
-Queries are records. On a table with one-hot encoded categories, a query whose one-hot
-group is not a single 1 is first mapped to the record with that group's largest entry
-(`canonical_records`), so every answer is a function of a valid record: the domain the
-iDP decision bound is certified on (bench/certify/idp_bound.py).
+Queries are records. The leave-one-out mechanisms first map a query to a record
+(`canonical_records`): every feature clamped to the encoding's range [0, 1], and each
+one-hot group that is not a single 1 set to its largest entry's category. Every answer is
+then a function of a valid record, the domain the iDP decision bound is certified on
+(bench/certify/idp_bound.py).
 
 - `naive-noise`: the exponential mechanism on every query (eps-DP, hence eps-iDP).
 - `naive-idp`: query N and all n leave-one-out networks; noise only where they disagree
@@ -55,11 +56,9 @@ Groups = tuple[tuple[int, ...], ...]
 
 
 def canonical_records(x: torch.Tensor, groups: Groups) -> torch.Tensor:
-    """`x` with each one-hot group replaced by the one-hot vector of its largest entry (the
-    first on ties); a valid record is unchanged."""
-    if not groups:
-        return x
-    out = x.clone()
+    """`x` clamped to [0, 1], with each one-hot group replaced by the one-hot vector of its
+    largest entry (the first on ties); a valid record is unchanged."""
+    out = x.clamp(0.0, 1.0)
     for group in groups:
         index = torch.tensor(group)
         block = x[:, index]
@@ -93,6 +92,7 @@ class LabelOnlyMechanism(Mechanism):
     num_classes: int
     model: nn.Module  # the network whose labels are served (set by `fit`)
     memory: dict[bytes, int]  # remembered noisy answers, per input
+    answers_records = False  # map each query to its canonical record before answering
     groups: Groups = ()  # one-hot groups of the task's records (set by `fit`)
 
     def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
@@ -100,7 +100,8 @@ class LabelOnlyMechanism(Mechanism):
         return torch.ones(len(x), dtype=torch.bool)
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
-        x = canonical_records(x, self.groups)
+        if self.answers_records:
+            x = canonical_records(x, self.groups)
         with torch.no_grad():
             logits = self.model(x)
         predicted = logits.argmax(1)

@@ -62,9 +62,17 @@ def loo_networks(task: Task, ctx: FitContext, progress: bool = False) -> dict[st
 
 
 class LeaveOneOutAccess(LabelOnlyMechanism):
-    """Label-only access to N, the first of the stacked leave-one-out networks."""
+    """Label-only access to N, the first of the stacked leave-one-out networks, answering
+    each query as its canonical record (the domain LUCID's bound covers)."""
+
+    answers_records = True
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        if tuple(getattr(task, "data_range", (0.0, 1.0))) != (0.0, 1.0):
+            raise ConfigError(
+                f"mechanism {self.name}: needs features encoded in [0, 1] (the domain of the "
+                f"iDP bound); task {task.name} has range {task.data_range}"
+            )
         self.num_classes = task.num_classes
         self.memory = {}
         self.groups = one_hot_groups(task)

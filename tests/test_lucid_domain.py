@@ -89,10 +89,12 @@ def test_malformed_one_hot_groups_are_refused(grouped_networks, groups) -> None:
 
 
 def test_canonical_records_keep_records_and_map_other_queries_to_one() -> None:
+    """Records are fixed points; other queries are clamped to [0, 1] and each one-hot group
+    set to its largest entry."""
     records = _records(20, 1).x
     assert torch.equal(canonical_records(records, GROUPS), records)
-    query = torch.tensor([[0.4, 0.2, 0.7, 0.1], [0.9, 0.0, 0.0, 0.0]])
-    expected = torch.tensor([[0.4, 0.0, 1.0, 0.0], [0.9, 1.0, 0.0, 0.0]])
+    query = torch.tensor([[0.4, 0.2, 0.7, 0.1], [0.9, 0.0, 0.0, 0.0], [1.7, -3.0, 0.0, 2.0]])
+    expected = torch.tensor([[0.4, 0.0, 1.0, 0.0], [0.9, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 1.0]])
     assert torch.equal(canonical_records(query, GROUPS), expected)
 
 
@@ -121,6 +123,8 @@ def test_lucid_answers_a_query_as_its_canonical_record(tmp_path) -> None:
     for group in lucid.groups:  # every category's 1 becomes 0.6, the rest 0.1: same argmax
         index = list(group)
         blurred[:, index] = 0.1 + 0.5 * records[:, index]
+    numeric = [j for j in range(records.shape[1]) if all(j not in g for g in lucid.groups)]
+    blurred[:, numeric] = torch.where(records[:, numeric] >= 1.0, 5.0, records[:, numeric])
     first = lucid.release(records, torch.Generator().manual_seed(0))
     again = lucid.release(blurred, torch.Generator().manual_seed(1))
     assert torch.equal(first.values, again.values)
