@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.certify.idp_bound import Groups
 from bench.errors import ConfigError
 from bench.protocols import Guarantee, Mechanism, Release
 
@@ -50,9 +51,6 @@ def exponential_mechanism(
     shift = torch.randint(1, max(num_classes, 2), predicted.shape, generator=generator)
     other = (predicted + shift) % num_classes
     return torch.where(keep, predicted, other)
-
-
-Groups = tuple[tuple[int, ...], ...]
 
 
 def canonical_records(x: torch.Tensor, groups: Groups) -> torch.Tensor:
