@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -247,22 +247,7 @@ def _solve_highs(m: MILP, limits: _Limits) -> MILPResult:
         h.setOptionValue("time_limit", float(time_limit))
     if limits.node_limit is not None:
         h.setOptionValue("mip_max_nodes", int(limits.node_limit))
-    a = m.matrix().tocsc()
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = m.num_vars, m.num_rows
-    lp.col_cost_ = m.cost()
-    lp.offset_ = m.offset
-    lp.col_lower_, lp.col_upper_ = np.asarray(m.lb), np.asarray(m.ub)
-    lp.row_lower_, lp.row_upper_ = np.asarray(m.row_lo), np.asarray(m.row_hi)
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
-    lp.integrality_ = [
-        highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous for b in m.integer
-    ]
-    lp.sense_ = highspy.ObjSense.kMaximize if m.sense == "max" else highspy.ObjSense.kMinimize
-    h.passModel(lp)
+    h.passModel(_highs_model(m, relaxed=False))
     stopped = {"flag": False}
     if threshold is not None:
 
@@ -330,6 +315,76 @@ def _solve_highs(m: MILP, limits: _Limits) -> MILPResult:
     return MILPResult(
         st, bound, incumbent, solution, gap, "highs", seconds, int(info.mip_node_count)
     )
+
+
+def _highs_model(m: MILP, *, relaxed: bool) -> object:
+    """`m` as a HiGHS model; `relaxed` drops integrality (the LP relaxation)."""
+    import highspy
+
+    a = m.matrix().tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = m.num_vars, m.num_rows
+    lp.col_cost_ = m.cost()
+    lp.offset_ = m.offset
+    lp.col_lower_, lp.col_upper_ = np.asarray(m.lb), np.asarray(m.ub)
+    lp.row_lower_, lp.row_upper_ = np.asarray(m.row_lo), np.asarray(m.row_hi)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    if not relaxed:
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if b else highspy.HighsVarType.kContinuous
+            for b in m.integer
+        ]
+    lp.sense_ = highspy.ObjSense.kMaximize if m.sense == "max" else highspy.ObjSense.kMinimize
+    return lp
+
+
+LP_SLACK = 1e-6  # relative outward slack on an LP optimum (the solver's feasibility tolerance)
+
+
+class LinearRelaxation:
+    """The LP relaxation of a MILP, kept in one HiGHS instance and re-solved for many linear
+    objectives (each solve warm-starts from the previous basis): bound tightening asks for
+    hundreds of optima over the same constraints.
+
+    An LP optimum is certified by its dual solution, so `optimum` is a sound bound on every
+    point of the MILP (never a MIP incumbent), widened outward by `LP_SLACK`."""
+
+    def __init__(self, m: MILP, time_limit: float = 10.0) -> None:
+        import highspy
+
+        self._highspy = highspy
+        self._h = highspy.Highs()
+        self._h.setOptionValue("output_flag", False)
+        self._h.setOptionValue("threads", 1)
+        self._h.setOptionValue("time_limit", float(time_limit))
+        self._h.passModel(_highs_model(replace(m, objective={}, offset=0.0), relaxed=True))
+        self._costed: np.ndarray = np.zeros(0, dtype=np.int32)
+
+    def optimum(self, idx: list[int], coef: list[float], sense: Sense) -> float | None:
+        """max (or min) of sum_j coef_j x_idx_j over the relaxation, widened outward; -inf
+        (max) / +inf (min) when the relaxation is infeasible, None when the solve failed."""
+        hs, h = self._highspy, self._h
+        if len(self._costed):
+            h.changeColsCost(len(self._costed), self._costed, np.zeros(len(self._costed)))
+        self._costed = np.asarray(idx, dtype=np.int32)
+        h.changeColsCost(len(idx), self._costed, np.asarray(coef, dtype=np.float64))
+        h.changeObjectiveSense(hs.ObjSense.kMaximize if sense == "max" else hs.ObjSense.kMinimize)
+        h.run()
+        status = h.getModelStatus()
+        if status == hs.HighsModelStatus.kInfeasible:
+            return -math.inf if sense == "max" else math.inf
+        if status != hs.HighsModelStatus.kOptimal:
+            return None
+        value = float(h.getInfo().objective_function_value)
+        slack = LP_SLACK * (1.0 + abs(value))
+        return value + slack if sense == "max" else value - slack
+
+    def set_bounds(self, var: int, lo: float, hi: float) -> None:
+        """Narrow a variable's bounds in the relaxation (later optima see them)."""
+        self._h.changeColBounds(int(var), float(lo), float(hi))
 
 
 def _gap(bound: float, incumbent: float | None) -> float:
