@@ -31,14 +31,14 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call
 
-from bench.certify.milp import MILP
+from bench.certify.milp import MILP, LinearRelaxation
 from bench.errors import ConfigError
 
 Layer = tuple[np.ndarray, np.ndarray]  # (W: out x in, b: out), float64
@@ -235,33 +235,23 @@ def _relu(
     return post
 
 
-def _lp_value(m: MILP, var: int, sense: str) -> float | None:
-    """The LP relaxation's optimum of one variable (max or min), with a rounding slack
-    outward; None unless the LP solved to optimality. An LP optimum is certified by its dual
-    solution, so it is a sound bound on every point of the MILP (Sec. 6.2: never a MIP
-    incumbent)."""
-    relaxed = replace(
-        m, sense=sense, integer=[False] * m.num_vars, objective={var: 1.0}, offset=0.0
-    )
-    result = relaxed.solve(time_limit=10.0)
-    if result.status != "optimal" or not math.isfinite(result.bound):
-        return None
-    slack = 1e-6 * (1.0 + abs(result.bound))
-    return result.bound + slack if sense == "max" else result.bound - slack
-
-
 def _tighten(m: MILP, variables: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
     """Shrink [lo, hi] (in place, and the variables' bounds in `m`) to the LP relaxation's
-    range of each variable: tighter big-M constants, hence a tighter MILP bound."""
+    range of each variable: tighter big-M constants, hence a tighter MILP bound. An LP
+    optimum is certified by its dual solution, so it bounds every point of the MILP (Sec.
+    6.2: never a MIP incumbent); one warm-started relaxation serves every variable."""
+    relaxation = LinearRelaxation(m)
     for j, var in enumerate(variables.tolist()):
-        top, bottom = _lp_value(m, var, "max"), _lp_value(m, var, "min")
-        if top is not None:
+        top = relaxation.optimum([var], [1.0], "max")
+        bottom = relaxation.optimum([var], [1.0], "min")
+        if top is not None and math.isfinite(top):
             hi[j] = min(hi[j], top)
-        if bottom is not None:
+        if bottom is not None and math.isfinite(bottom):
             lo[j] = max(lo[j], bottom)
         if lo[j] > hi[j]:  # crossed within solver tolerance: keep the wider reading
             lo[j], hi[j] = hi[j], lo[j]
         m.lb[var], m.ub[var] = float(lo[j]), float(hi[j])
+        relaxation.set_bounds(var, lo[j], hi[j])
 
 
 def encode(
