@@ -153,9 +153,11 @@ def pair_model(
             m.add_row([int(h[j]), *a_h], [1.0, *(-w_i[j])], b_i[j], b_i[j])  # h = W_i a_h + b_i
             rows.append(m.num_rows)
             m.add_row([int(h[j]), int(z[j])], [1.0, -1.0], d_lo[j], d_hi[j])  # matching
-        if k > 0 and not _tighten_differences(
+        # The first layer's differences are linear in the shared input: already exact.
+        tightened = k == 0 or _tighten_differences(
             m, z, h, rows, d_lo, d_hi, (z_lo, z_hi, h_lo, h_hi)
-        ):  # the first layer's differences are linear in x: already exact
+        )
+        if not tightened:
             return None
         if k == depth - 1:
             break
