@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from bench.cache import ArtifactCache
-from bench.certify.idp_bound import decision_bound, dense_layers
+from bench.certify.idp_bound import decision_bound
 from bench.certify.idp_diff import (
     _lp_bound,
     _milp_bound,
@@ -24,39 +24,15 @@ from bench.certify.idp_diff import (
     pair_model,
 )
 from bench.certify.milp import MILP, LinearRelaxation
-from bench.protocols import DataSplit, FitContext
+from bench.protocols import FitContext
 from bench.registry import MECHANISMS, TASKS
-from bench.tasks.tabular import tabular_model
-from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits
-
-
-def _toy(n: int = 14, seed: int = 0) -> DataSplit:
-    g = torch.Generator().manual_seed(seed)
-    x = torch.rand(n, 2, generator=g)
-    y = ((x[:, 0] - x[:, 1]) + 0.25 * torch.randn(n, generator=g) > 0).long()
-    return DataSplit(x, y)
+from tests import lucid_toy
+from tests.lucid_toy import ToyNetworks
 
 
 @pytest.fixture(scope="module")
-def toy_networks() -> tuple[torch.nn.Module, dict[str, torch.Tensor], list]:
-    arch = tabular_model("2x6", 2, 2)
-    stacked = leave_one_out(arch, _toy(), LooRecipe(lr=0.5, epochs=60, batch_size=8, seed=0))
-    n = next(iter(stacked.values())).shape[0]
-    layers = [dense_layers(arch, {k: v[i] for k, v in stacked.items()}, 2) for i in range(n)]
-    return arch, stacked, layers
-
-
-def _grid(arch, stacked, target: int, member: int | None = None) -> float:
-    """Brute force on a 301 x 301 grid: N's largest confidence in `target` where some
-    leave-one-out network (or only `member`) does not predict `target`."""
-    axis = torch.linspace(0, 1, 301)
-    x = torch.cartesian_prod(axis, axis)
-    with torch.no_grad():
-        logits = stacked_logits(arch, stacked, x)
-    others = logits[1:] if member is None else logits[1 + member : 2 + member]
-    leaks = (others.argmax(-1) != target).any(0)
-    margin = logits[0][:, target] - logits[0][:, 1 - target]
-    return float(margin[leaks].max()) if leaks.any() else -math.inf
+def toy_networks() -> ToyNetworks:
+    return lucid_toy.toy_networks()
 
 
 @pytest.mark.parametrize("target", [0, 1])
@@ -65,7 +41,7 @@ def test_levels_bound_each_network_from_above_and_only_tighten(toy_networks, tar
     net = margin_layers(layers[0], target)
     checked = 0
     for i, member in enumerate(layers[1:]):
-        truth = _grid(arch, stacked, target, member=i)
+        truth = lucid_toy.grid_max(arch, stacked, target, member=i)
         margin_member = margin_layers(member, target)
         level0 = interval_bound(net, margin_member)
         model = pair_model(net, margin_member)
@@ -84,7 +60,7 @@ def test_diff_bounds_brute_force_and_is_as_tight_as_the_exact_naive_variant(
     toy_networks, target: int
 ) -> None:
     arch, stacked, layers = toy_networks
-    truth = _grid(arch, stacked, target)
+    truth = lucid_toy.grid_max(arch, stacked, target)
     diff = differential_bound(layers[0], layers[1:], target)
     naive = decision_bound(layers[0], layers[1:], target, variant="naive").bound
     full = decision_bound(layers[0], layers[1:], target, variant="full").bound
@@ -97,7 +73,7 @@ def test_diff_bounds_brute_force_and_is_as_tight_as_the_exact_naive_variant(
 
 def test_work_budget_gives_a_sound_repeatable_anytime_bound(toy_networks) -> None:
     arch, stacked, layers = toy_networks
-    truth = _grid(arch, stacked, 0)
+    truth = lucid_toy.grid_max(arch, stacked, 0)
     first = differential_bound(layers[0], layers[1:], 0, max_milps=1, node_limit=1)
     second = differential_bound(layers[0], layers[1:], 0, max_milps=1, node_limit=1)
     assert first.bound == second.bound and first.milps == second.milps == 1

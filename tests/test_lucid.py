@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from bench.cache import ArtifactCache
-from bench.certify.idp_bound import DecisionBound, decision_bound, dense_layers
-from bench.protocols import DataSplit, FitContext
+from bench.certify.idp_bound import DecisionBound, decision_bound
+from bench.protocols import FitContext
 from bench.registry import MECHANISMS, TASKS
-from bench.tasks.tabular import tabular_model
 from mechanisms.label_only import confidence, exponential_mechanism, keep_probability
-from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits
+from mechanisms.leave_one_out import stacked_logits
+from tests import lucid_toy
+from tests.lucid_toy import ToyNetworks
 
 
 @pytest.mark.parametrize(("eps", "k"), [(0.0, 2), (1.0, 2), (2.0, 5)])
@@ -34,33 +35,9 @@ def test_exponential_mechanism_keeps_the_label_with_the_calibrated_probability(
     assert others.min() / others.max() > 0.9  # the other labels are equally likely
 
 
-def _toy(n: int = 14, seed: int = 0) -> DataSplit:
-    g = torch.Generator().manual_seed(seed)
-    x = torch.rand(n, 2, generator=g)
-    y = ((x[:, 0] - x[:, 1]) + 0.25 * torch.randn(n, generator=g) > 0).long()
-    return DataSplit(x, y)
-
-
 @pytest.fixture(scope="module")
-def toy_networks() -> tuple[torch.nn.Module, dict[str, torch.Tensor], list]:
-    arch = tabular_model("2x6", 2, 2)
-    stacked = leave_one_out(arch, _toy(), LooRecipe(lr=0.5, epochs=60, batch_size=8, seed=0))
-    n = next(iter(stacked.values())).shape[0]
-    layers = [dense_layers(arch, {k: v[i] for k, v in stacked.items()}, 2) for i in range(n)]
-    return arch, stacked, layers
-
-
-def _grid_max(arch, stacked, target: int) -> float:
-    """Brute force on a 301 x 301 grid of [0, 1]^2: N's largest confidence in `target` where
-    some leave-one-out network does not predict `target` (a lower estimate of DB)."""
-    axis = torch.linspace(0, 1, 301)
-    x = torch.cartesian_prod(axis, axis)
-    with torch.no_grad():
-        logits = stacked_logits(arch, stacked, x)
-    leaks = (logits[1:].argmax(-1) != target).any(0)
-    n_logits = logits[0]
-    margin = n_logits[:, target] - n_logits[:, 1 - target]
-    return float(margin[leaks].max()) if leaks.any() else -math.inf
+def toy_networks() -> ToyNetworks:
+    return lucid_toy.toy_networks()
 
 
 @pytest.mark.parametrize("target", [0, 1])
@@ -68,7 +45,7 @@ def test_every_variant_bounds_the_brute_force_maximum_and_techniques_tighten(
     toy_networks, target: int
 ) -> None:
     arch, stacked, layers = toy_networks
-    truth = _grid_max(arch, stacked, target)
+    truth = lucid_toy.grid_max(arch, stacked, target)
     assert math.isfinite(truth)  # the toy is built so that leave-one-out networks disagree
     db = {
         v: decision_bound(layers[0], layers[1:], target, variant=v, time_limit=20).bound
@@ -91,7 +68,7 @@ def test_work_budgets_are_sound_and_machine_independent(toy_networks, target: in
     every run (no wall-clock in the result), never below the brute-force maximum, and no
     tighter than the unbudgeted search."""
     arch, stacked, layers = toy_networks
-    truth = _grid_max(arch, stacked, target)
+    truth = lucid_toy.grid_max(arch, stacked, target)
 
     def run(**budgets: int) -> DecisionBound:
         return decision_bound(layers[0], layers[1:], target, variant="HMB", **budgets)
