@@ -38,7 +38,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from bench.certify.milp import MILP, LinearRelaxation
+from bench.certify.milp import MILP, LinearRelaxation, MILPResult
 from bench.errors import ConfigError
 
 Layer = tuple[np.ndarray, np.ndarray]  # (W: out x in, b: out), float64
@@ -346,12 +346,18 @@ def _solve_bound(
     milp = encode(
         net, Hyper.over(members), target, matching=matching, relax_similar=relax, groups=groups
     )
-    result = milp.solve(time_limit=time_limit, node_limit=node_limit)
+    return certified_maximum(milp.solve(time_limit=time_limit, node_limit=node_limit))
+
+
+def certified_maximum(result: MILPResult) -> float:
+    """The sound upper bound a maximisation's solve certifies: -inf when infeasible (no
+    input on which a network of the set leaves the target), +inf when the solver failed,
+    else its dual bound (never the incumbent)."""
     if result.status == "infeasible":
-        return -math.inf  # no input on which a network of the set leaves `target`
+        return -math.inf
     if result.status == "error" or result.status == "unbounded":
         return math.inf
-    return result.bound  # the certified dual bound, never the incumbent
+    return result.bound
 
 
 def check_groups(groups: Groups, in_features: int) -> None:

@@ -43,6 +43,7 @@ from bench.certify.idp_bound import (
     Hyper,
     Layer,
     _relu,
+    certified_maximum,
     propagate,
 )
 from bench.certify.milp import MILP, LinearRelaxation
@@ -192,12 +193,7 @@ def _lp_bound(m: MILP | None) -> float:
 def _milp_bound(m: MILP | None, time_limit: float, node_limit: int | None) -> float:
     if m is None:
         return -math.inf
-    result = m.solve(time_limit=time_limit, node_limit=node_limit)
-    if result.status == "infeasible":
-        return -math.inf
-    if result.status in ("error", "unbounded"):
-        return math.inf
-    return result.bound  # the certified dual bound, never the incumbent
+    return certified_maximum(m.solve(time_limit=time_limit, node_limit=node_limit))
 
 
 def differential_bound(
