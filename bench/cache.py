@@ -37,8 +37,11 @@ class ArtifactCache:
         self.seconds_inside = self.build_seconds = 0.0
 
     def key(self, recipe: dict[str, Any]) -> str:
-        """The cache key of a recipe (everything that determines the artifact)."""
-        return digest(recipe, length=24)
+        """The cache key of a recipe (everything that determines the artifact), including
+        the intra-op thread count it is built with: float reductions, and so trained
+        weights, depend on it (bench.threads), and an artifact must not depend on which
+        job happened to build it first."""
+        return digest({**recipe, "torch_threads": torch.get_num_threads()}, length=24)
 
     @contextmanager
     def _locked(self, key: str) -> Iterator[Path]:

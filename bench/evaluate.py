@@ -28,6 +28,7 @@ from bench.protocols import Attack, FitContext, Mechanism, Release, Task
 from bench.queries import RepeatedQueries
 from bench.registry import ATTACKS, MECHANISMS
 from bench.suite import make_task
+from bench.threads import pinned_threads
 
 DISCRETE = frozenset({"ids", "text"})
 N_EXAMPLES = 8  # reconstructions kept per attack job for the leaderboard's grids
@@ -201,7 +202,13 @@ def attack_metrics(
 
 
 def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
-    """Execute `job` from scratch (cached artifacts aside) and return its metrics."""
+    """Execute `job` from scratch (cached artifacts aside) and return its metrics, with
+    torch pinned to the job's own thread count whatever process or executor runs it."""
+    with pinned_threads(job.threads):
+        return _run_job(job, cache_root, progress)
+
+
+def _run_job(job: Job, cache_root: Path, progress: bool) -> JobOutcome:
     start = time.perf_counter()
     task = make_task(job.task, job.task_options)
     splits = task.splits()

@@ -17,8 +17,6 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from pathlib import Path
 from typing import Protocol
 
-import torch
-
 from bench.errors import BenchError, ConfigError
 from bench.evaluate import JobOutcome, run_job
 from bench.jobs import Job
@@ -33,9 +31,8 @@ class Executor(Protocol):
     def run(self, jobs: list[Job], cache_root: Path, progress: bool) -> Results: ...
 
 
-def _run_with_threads(job: Job, cache_root: str, threads: int) -> JobOutcome:
-    """Worker entry point: pin torch's thread count, then run the job."""
-    torch.set_num_threads(threads)
+def _run_in_worker(job: Job, cache_root: str) -> JobOutcome:
+    """Worker entry point (run_job pins the job's own thread count)."""
     return run_job(job, Path(cache_root))
 
 
@@ -50,7 +47,6 @@ class LocalExecutor:
             for job in jobs:
                 yield job, run_job(job, cache_root, progress)
             return
-        threads = max(1, (os.cpu_count() or 1) // self.workers)
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
             pending: dict[Future, Job] = {}
@@ -59,7 +55,7 @@ class LocalExecutor:
                 while queue or pending:
                     while queue and len(pending) < 2 * self.workers:
                         job = queue.pop(0)
-                        fut = pool.submit(_run_with_threads, job, str(cache_root), threads)
+                        fut = pool.submit(_run_in_worker, job, str(cache_root))
                         pending[fut] = job
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in done:
@@ -70,12 +66,9 @@ class LocalExecutor:
 
 
 def job_resources(job: Job) -> dict[str, float]:
-    """CPUs and GPUs a job asks for: its mechanism's `resources` (default 1 CPU)."""
+    """CPUs and GPUs a job asks for: its thread count and its mechanism's `num_gpus`."""
     wanted = getattr(MECHANISMS.get(job.mechanism), "resources", None) or {}
-    return {
-        "num_cpus": float(wanted.get("num_cpus", 1)),
-        "num_gpus": float(wanted.get("num_gpus", 0)),
-    }
+    return {"num_cpus": float(job.threads), "num_gpus": float(wanted.get("num_gpus", 0))}
 
 
 class RayExecutor:
@@ -115,13 +108,13 @@ class RayExecutor:
                 ray.shutdown()
 
     def _submit_and_collect(self, ray, jobs: list[Job], cache_root: Path) -> Results:
-        remote = ray.remote(_run_with_threads)
+        remote = ray.remote(_run_in_worker)
         pending = {}
         for job in jobs:
             res = job_resources(job)
             ref = remote.options(
                 max_retries=self.max_retries, retry_exceptions=False, **res
-            ).remote(job, str(cache_root.resolve()), max(1, int(res["num_cpus"])))
+            ).remote(job, str(cache_root.resolve()))
             pending[ref] = job
         try:
             while pending:

@@ -19,6 +19,7 @@ from bench.hashing import digest, files_digest
 from bench.protocols import Task
 from bench.registry import ATTACKS, MECHANISMS, TASKS
 from bench.suite import Suite, make_task
+from bench.threads import threads_for
 
 _PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
 # Harness modules every job's result depends on.
@@ -49,6 +50,9 @@ class Job:
     task_version: str
     data_hash: str
     code_hash: str
+    # Intra-op threads the job runs with (bench.threads); fixed by the mechanism's code,
+    # which the code hash covers, so it is not hashed again.
+    threads: int = 1
     hash: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -198,6 +202,7 @@ def expand(
                                 task_version=task_cls.version,
                                 data_hash=data_hash,
                                 code_hash=code_hash_of(task_cls, m_cls, *a_classes),
+                                threads=threads_for(m_cls),
                             )
                         )
     return jobs
