@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from bench.cache import ArtifactCache
-from bench.certify.audit import audit_mechanism
+from bench.certify.audit.core import audit_mechanism
 from bench.errors import ConfigError, MechanismOutputError
 from bench.hashing import derive_seed
 from bench.jobs import Job
@@ -33,7 +33,7 @@ from bench.threads import pinned_threads
 DISCRETE = frozenset({"ids", "text"})
 N_EXAMPLES = 8  # reconstructions kept per attack job for the leaderboard's grids
 N_SENTENCES = 3  # reconstructed sentences kept per attack job of a text task
-# Privacy audit on leaderboard rows (bench.certify.audit): draws per side for evaluation
+# Privacy audit on leaderboard rows (bench.certify.audit.core): draws per side for evaluation
 # and for choosing the test; 20k draws detect violations up to eps ~ 8.5 at 95%.
 AUDIT_DRAWS, AUDIT_SELECT = 20_000, 4_000
 

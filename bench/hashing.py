@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,13 +39,35 @@ def tensor_digest(*tensors: torch.Tensor, length: int = 16) -> str:
     return h.hexdigest()[:length]
 
 
+def _package_relative(path: Path) -> str:
+    """`path` from the top of its package tree (e.g. bench/certify/milp.py): the same in a
+    checkout and in site-packages, and unique where two subpackages share a file name."""
+    top = path.resolve().parent
+    while (top / "__init__.py").exists():
+        top = top.parent
+    return path.resolve().relative_to(top).as_posix()
+
+
 def files_digest(paths: list[Path], length: int = 16) -> str:
-    """Short sha256 over the contents of source files (a code version)."""
+    """Short sha256 over the package-relative names and contents of source files (a code
+    version)."""
     h = hashlib.sha256()
-    for p in sorted(set(paths)):
-        h.update(p.name.encode())
+    for p in sorted({Path(p).resolve() for p in paths}):
+        h.update(_package_relative(p).encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:length]
+
+
+def source_digest(*module_names: str, length: int = 16) -> str:
+    """`files_digest` of the source files of modules named by their dotted names, found
+    without importing them (for the code part of a cache recipe)."""
+    paths = []
+    for name in module_names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ValueError(f"no source file for module {name}")
+        paths.append(Path(spec.origin))
+    return files_digest(paths, length)
 
 
 @contextmanager

@@ -25,7 +25,7 @@ _PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
 # Harness modules every job's result depends on.
 _HARNESS = (
     "bench.evaluate",
-    "bench.certify.audit",
+    "bench.certify.audit.core",
     "bench.protocols",
     "bench.training",
     "bench.metrics.reconstruction",

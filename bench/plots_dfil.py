@@ -4,7 +4,7 @@ and 3): one PNG per task of a leaderboard, one panel per mechanism configuration
 
 Reads leaderboard rows only (bench.leaderboard.build_rows or leaderboard.json "rows"): an
 attack row's `mse` (with its CI), and its `bound_mse` (Cramer-Rao on `optimization` rows, van
-Trees on the others, as bench.certify.fisher_bounds and mechanisms.dfil define them).
+Trees on the others, as bench.certify.fisher.bounds and mechanisms.dfil.mechanism define them).
 """
 
 from __future__ import annotations

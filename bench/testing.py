@@ -587,9 +587,9 @@ def check_time_budget(mut: MechanismUnderTest) -> str:
 
 
 def check_privacy_audit(mut: MechanismUnderTest) -> str:
-    """The empirical lower bound on eps (bench.certify.audit) does not exceed the claim at
+    """The empirical lower bound on eps (bench.certify.audit.core) does not exceed the claim at
     95% confidence; claims the audit cannot test pass with the reason noted."""
-    from bench.certify.audit import audit_mechanism
+    from bench.certify.audit.core import audit_mechanism
 
     result = audit_mechanism(mut.fitted(), mut.task, mut.seed, **mut.audit_options)
     mut.audit_result = result

@@ -55,7 +55,7 @@ class ValidationReport:
     task: str
     seed: int
     outcomes: list[CheckOutcome] = field(default_factory=list)
-    audit: Any = None  # bench.certify.audit.AuditResult when the audit ran
+    audit: Any = None  # bench.certify.audit.core.AuditResult when the audit ran
 
     @property
     def ok(self) -> bool:

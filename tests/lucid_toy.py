@@ -7,10 +7,10 @@ import math
 
 import torch
 
-from bench.certify.idp_bound import Layer, dense_layers
+from bench.certify.idp.bound import Layer, dense_layers
 from bench.protocols import DataSplit
 from bench.tasks.tabular import tabular_model
-from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits
+from mechanisms.label_only.leave_one_out import LooRecipe, leave_one_out, stacked_logits
 
 ToyNetworks = tuple[torch.nn.Module, dict[str, torch.Tensor], list[list[Layer]]]
 

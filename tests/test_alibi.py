@@ -15,7 +15,7 @@ from bench.cache import ArtifactCache
 from bench.errors import ConfigError
 from bench.protocols import FitContext
 from bench.registry import MECHANISMS, TASKS
-from mechanisms.alibi import (
+from mechanisms.label_only.alibi import (
     label_posterior,
     laplace_scale,
     noisy_frequencies,

@@ -21,8 +21,8 @@ from bench.metrics.reconstruction import ssim
 from bench.protocols import DataSplit, FitContext, Guarantee, Mechanism, NoiseModel, Release
 from bench.queries import RepeatedQueries
 from bench.tasks.images import FashionMNIST
-from mechanisms.identity import Identity
-from mechanisms.input_noise import GaussInput
+from mechanisms.noise.identity import Identity
+from mechanisms.noise.input_noise import GaussInput
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,14 @@ import torch
 from scipy.stats import binomtest
 from torch import nn
 
-from bench.certify.audit import audit_mechanism
-from bench.certify.audit_bounds import clopper_pearson_upper, eps_detectable, eps_lower_bound
-from bench.certify.audit_pairs import domain_pairs, parse_norm, radius_pairs
+from bench.certify.audit.bounds import clopper_pearson_upper, eps_detectable, eps_lower_bound
+from bench.certify.audit.core import audit_mechanism
+from bench.certify.audit.pairs import domain_pairs, parse_norm, radius_pairs
 from bench.protocols import DataSplit, Guarantee, NoiseModel, Splits, Task
 from bench.tasks.images import FashionMNIST
 from mechanisms.base import InputSpaceMechanism
-from mechanisms.identity import Identity
-from mechanisms.input_noise import GaussInput, LDPImage
+from mechanisms.noise.identity import Identity
+from mechanisms.noise.input_noise import GaussInput, LDPImage
 from tests.plugins.bench_test_plugins import HalfNoiseGauss
 
 TASK = FashionMNIST(n_train=10, n_aux=10, n_test=10)

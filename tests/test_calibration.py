@@ -7,7 +7,7 @@ import math
 import pytest
 
 from bench.errors import ConfigError
-from mechanisms.calibration import (
+from mechanisms.noise.calibration import (
     analytic_gaussian_delta,
     analytic_gaussian_eps,
     analytic_gaussian_sigma,

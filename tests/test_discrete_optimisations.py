@@ -19,7 +19,7 @@ from bench.evaluate import attack_metrics
 from bench.protocols import FitContext
 from bench.registry import ATTACKS, MECHANISMS
 from bench.suite import make_task
-from mechanisms.discrete_compression import bottleneck_trace, feature_gram, snr_penalty
+from mechanisms.dfil.compression import bottleneck_trace, feature_gram, snr_penalty
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 ALPHA = 0.01  # significance of the one-sided tests against the baseline

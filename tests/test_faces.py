@@ -72,5 +72,5 @@ def test_posthoc_suites_expand_and_hash_their_code() -> None:
     from bench.jobs import _module_files
 
     files = {p.name for p in _module_files(cls.__module__)}
-    assert {"milp.py", "local_lipschitz.py", "ptr.py", "models.py", "mechanism.py"} <= files
+    assert {"milp.py", "local.py", "ptr.py", "models.py", "mechanism.py"} <= files
     assert inspect.getfile(cls).endswith("mechanism.py") and code_hash_of(cls)

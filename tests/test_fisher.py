@@ -1,4 +1,4 @@
-"""Exact and estimated Jacobian traces (bench.certify.fisher): exact against a brute-force
+"""Exact and estimated Jacobian traces (bench.certify.fisher.trace): exact against a brute-force
 Jacobian on both sides, BatchNorm in eval mode, unbiased subsampling with a calibrated
 standard error, Hutchinson, and the dFIL calibration formula."""
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from bench.certify.fisher import (
+from bench.certify.fisher.trace import (
     dfil,
     hutchinson_trace,
     jacobian_trace,

@@ -1,4 +1,4 @@
-"""The Fisher-information bounds and their checks (bench.certify.fisher_bounds), and the van
+"""The Fisher-information bounds and their checks (bench.certify.fisher.bounds), and the van
 Trees prior term: exact for Gaussians, and sliced score matching recovering it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from bench.certify.fisher_bounds import (
+from bench.certify.fisher.bounds import (
     cramer_rao_bound,
     cramer_rao_check,
     rdp_eps_for_bound,
@@ -16,7 +16,7 @@ from bench.certify.fisher_bounds import (
     van_trees_bound,
     van_trees_check,
 )
-from bench.certify.score_matching import estimate_prior_term, gaussian_prior_term
+from bench.certify.fisher.score_matching import estimate_prior_term, gaussian_prior_term
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

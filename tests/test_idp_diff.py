@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from bench.cache import ArtifactCache
-from bench.certify.idp_bound import decision_bound
-from bench.certify.idp_diff import (
+from bench.certify.idp.bound import decision_bound
+from bench.certify.idp.diff import (
     _lp_bound,
     _milp_bound,
     difference_rows,

@@ -13,16 +13,16 @@ from scipy import stats
 from attacks.inverter import InverterAttack
 from attacks.optimization import OptimizationAttack
 from bench.cache import ArtifactCache
-from bench.certify.audit import audit_mechanism
-from bench.certify.lipschitz import lipschitz_upper_bound
+from bench.certify.audit.core import audit_mechanism
+from bench.certify.lipschitz.global_bounds import lipschitz_upper_bound
 from bench.errors import ConfigError
 from bench.metrics.stats import summarize
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel
 from bench.tasks.images import FashionMNIST
 from bench.training import predict_scores
-from mechanisms.calibration import analytic_gaussian_delta, gaussian_sigma
-from mechanisms.input_noise import GaussInput
-from mechanisms.output_noise import GaussOutput, LapOutput
+from mechanisms.noise.calibration import analytic_gaussian_delta, gaussian_sigma
+from mechanisms.noise.input_noise import GaussInput
+from mechanisms.noise.output_noise import GaussOutput, LapOutput
 
 
 @pytest.fixture(scope="module")

@@ -19,11 +19,11 @@ import torch
 from scipy import integrate, stats
 from torch import nn
 
-from bench.certify.lipschitz import l1_upper_bound, l2_upper_bound
-from mechanisms.calibration import analytic_gaussian_delta
-from mechanisms.input_noise import GaussInput
-from mechanisms.lipschitz_nets import sll_network
-from mechanisms.output_noise import GaussOutput, LapOutput
+from bench.certify.lipschitz.global_bounds import l1_upper_bound, l2_upper_bound
+from mechanisms.noise.calibration import analytic_gaussian_delta
+from mechanisms.noise.input_noise import GaussInput
+from mechanisms.noise.lipschitz_nets import sll_network
+from mechanisms.noise.output_noise import GaussOutput, LapOutput
 
 SHAPE = (1, 4, 4)
 QUAD = 1 + 1e-6  # relative slack for numerical integration where a calibration is tight

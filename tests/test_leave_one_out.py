@@ -10,7 +10,12 @@ from bench.errors import ConfigError, DataMissingError
 from bench.protocols import DataSplit
 from bench.registry import TASKS
 from bench.tasks.tabular import tabular_model
-from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits, train_sequential
+from mechanisms.label_only.leave_one_out import (
+    LooRecipe,
+    leave_one_out,
+    stacked_logits,
+    train_sequential,
+)
 
 
 def _data(n: int = 40, d: int = 6, seed: int = 0) -> DataSplit:

@@ -1,5 +1,5 @@
-"""Global Lipschitz upper bounds (bench.certify.lipschitz) against exact values on small linear
-maps and against measured ratios ||f(x) - f(y)|| / ||x - y|| of whole networks."""
+"""Global Lipschitz upper bounds (bench.certify.lipschitz.global_bounds) against exact values on
+small linear maps and against measured ratios ||f(x) - f(y)|| / ||x - y|| of whole networks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from bench.certify.lipschitz import (
+from bench.certify.lipschitz.global_bounds import (
     GELU_SLOPE,
     ROUNDING_MARGIN,
     lipschitz_upper_bound,

@@ -1,4 +1,4 @@
-"""SLL blocks and networks (mechanisms.lipschitz_nets): the measured l2 constant of random
+"""SLL blocks and networks (mechanisms.noise.lipschitz_nets): the measured l2 constant of random
 blocks is <= 1, the diagonal T dominates W^T W as Araujo et al.'s Thm 3 needs, and the
 certified bounds of whole networks hold."""
 
@@ -11,8 +11,8 @@ import torch
 from torch import nn
 from torch.autograd.functional import jacobian
 
-from bench.certify.lipschitz import lipschitz_upper_bound
-from mechanisms.lipschitz_nets import (
+from bench.certify.lipschitz.global_bounds import lipschitz_upper_bound
+from mechanisms.noise.lipschitz_nets import (
     PadChannels,
     SLLConv,
     SLLDense,

@@ -12,7 +12,7 @@ from scipy.optimize import linprog
 from torch import nn
 
 from bench.certify import milp as milp_mod
-from bench.certify.local_lipschitz import (
+from bench.certify.lipschitz.local import (
     ReluMLP,
     build_milp,
     local_lipschitz,

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from bench.cache import ArtifactCache
-from bench.certify.idp_bound import DecisionBound, decision_bound
+from bench.certify.idp.bound import DecisionBound, decision_bound
 from bench.protocols import FitContext
 from bench.registry import MECHANISMS, TASKS
-from mechanisms.label_only import confidence, exponential_mechanism, keep_probability
-from mechanisms.leave_one_out import stacked_logits
+from mechanisms.label_only.base import confidence, exponential_mechanism, keep_probability
+from mechanisms.label_only.leave_one_out import stacked_logits
 from tests import lucid_toy
 from tests.lucid_toy import ToyNetworks
 

@@ -10,14 +10,14 @@ import math
 import pytest
 import torch
 
-from bench.certify.idp_bound import decision_bound, dense_layers
-from bench.certify.idp_diff import differential_bound
+from bench.certify.idp.bound import decision_bound, dense_layers
+from bench.certify.idp.diff import differential_bound
 from bench.errors import ConfigError
 from bench.protocols import DataSplit
 from bench.registry import TASKS
 from bench.tasks.tabular import tabular_model
-from mechanisms.label_only import canonical_records
-from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits
+from mechanisms.label_only.base import canonical_records
+from mechanisms.label_only.leave_one_out import LooRecipe, leave_one_out, stacked_logits
 
 GROUPS = ((1, 2, 3),)  # input 0 numeric, inputs 1-3 one category of three
 

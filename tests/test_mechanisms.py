@@ -13,8 +13,8 @@ from scipy import stats
 from bench.errors import ConfigError
 from bench.protocols import NoiseModel
 from bench.tasks.images import FashionMNIST
-from mechanisms.identity import Identity
-from mechanisms.input_noise import GaussInput, LDPImage
+from mechanisms.noise.identity import Identity
+from mechanisms.noise.input_noise import GaussInput, LDPImage
 
 TASK = FashionMNIST(n_train=10, n_aux=10, n_test=10)
 TASK.splits()

@@ -11,8 +11,8 @@ import torch
 from scipy.stats import binomtest
 
 from bench.cache import ArtifactCache
-from bench.certify.audit import audit_mechanism
-from bench.certify.local_lipschitz import ReluMLP, build_milp, local_lipschitz, operator_norms
+from bench.certify.audit.core import audit_mechanism
+from bench.certify.lipschitz.local import ReluMLP, build_milp, local_lipschitz, operator_norms
 from bench.errors import ConfigError
 from bench.protocols import FitContext
 from bench.suite import make_task

@@ -12,7 +12,7 @@ import torch
 
 from attacks.inverter import InverterAttack
 from bench.cache import ArtifactCache
-from bench.certify.local_lipschitz import ReluMLP, local_lipschitz
+from bench.certify.lipschitz.local import ReluMLP, local_lipschitz
 from bench.hashing import seeded_init
 from bench.metrics.reconstruction import ssim
 from bench.protocols import FitContext

@@ -23,10 +23,10 @@ from bench.testing import (
     under_test,
 )
 from bench.validation import parse_params, prepare, run_checks
-from mechanisms.identity import Identity
-from mechanisms.input_noise import GaussInput
-from mechanisms.label_only import keep_probability
-from mechanisms.lucid import LabelOnly, NaiveNoise
+from mechanisms.label_only.base import keep_probability
+from mechanisms.label_only.lucid import LabelOnly, NaiveNoise
+from mechanisms.noise.identity import Identity
+from mechanisms.noise.input_noise import GaussInput
 from tests.conftest import ROOT, run_cli
 from tests.plugins.bench_test_plugins import HalfNoiseGauss, NaNMechanism, ShortMechanism
 

@@ -1,1 +1,18 @@
-"""Certificates that mechanisms calibrate against: sound bounds, never estimates alone."""
+"""Certificates that mechanisms calibrate against: sound bounds, never estimates alone.
+
+- `milp.py`: the MILP / LP layer (HiGHS, Gurobi where licensed): a guarantee uses the
+  solver's certified bound, never an incumbent; a time or node limit yields a sound answer.
+- `lipschitz/`: global Lipschitz upper bounds (global_bounds.py; IP output noise), exact
+  local Lipschitz constants over boxes (local.py) and the splitting test "L <= t?"
+  (split.py; Posthoc PTR).
+- `idp/`: LUCID's iDP decision bound (bound.py: hyper-network MILP and its ablations;
+  diff.py: per-network differential bounds).
+- `fisher/`: dFIL (trace.py: Tr(J^T J) via torch.func), the Cramer-Rao / van Trees / RDP
+  bounds (bounds.py) and the van Trees prior term (score_matching.py).
+- `audit/`: the empirical privacy audit behind `bench validate` and `eps_audit_lb`
+  (core.py: the audit; pairs.py: input pairs at the claimed radius; bounds.py:
+  Clopper-Pearson lower bounds on eps).
+
+A new certificate goes in the subpackage of the quantity it bounds, with a test that checks
+it against brute force or a closed form on a small case.
+"""

@@ -8,7 +8,7 @@ of counts and amounts that leave min-max scaling near 0); categorical columns ar
 one-hot encoded over the categories of the whole table (the schema, not a statistic). Every
 feature therefore lies in [0, 1]. The task's `one_hot_groups` name each category's
 columns: a valid record has exactly one 1 per group. The leave-one-out label-only
-mechanisms answer that record (mechanisms/label_only.py maps other queries onto it), so
+mechanisms answer that record (mechanisms/label_only/base.py maps other queries onto it), so
 the iDP-DB MILP maximises over the hull of the valid records, not the whole box [0, 1]^d.
 
 Splits are fixed: the official train/test for adult; a fixed permutation 80/20 otherwise;

@@ -1,1 +1,15 @@
-"""Posthoc privacy (Singh et al., NeurIPS 2023): beta-VAE embedder, obfuscators, modified PTR."""
+"""Posthoc privacy (Singh et al., NeurIPS 2023; seeds 000 + 001): a beta-VAE embedder, an
+obfuscator network, and modified Propose-Test-Release that answers bottom or a Laplace-noised
+embedding, with DeltaP from exact local Lipschitz MILPs (bench.certify.lipschitz).
+
+Entry points (registered names -> module):
+- `posthoc-ptr` (mechanism.py): the 8 obfuscator variants (`variant`) under modified PTR.
+- `ldp-embedding` (mechanism.py): Laplace on the clipped embedding (the LDP baseline).
+
+Support: models.py (beta-VAE, obfuscators, their training), ptr.py (one certified decision
+per query, Alg. 1 of the supplement).
+
+To add a sibling (e.g. another obfuscator): add the variant to models.py and to the
+`variant` choices of mechanism.py; a new release rule goes in ptr.py with a test against
+Alg. 1's bisection.
+"""

@@ -4,7 +4,6 @@ the beta-VAE embedding), after Singh et al. 2023 and its supplement's Table 1.""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -12,12 +11,12 @@ import torch
 from torch import nn
 
 from bench.certify import milp as milp_layer  # a module value: the job hash covers it
-from bench.certify.local_lipschitz import ReluMLP, local_lipschitz
+from bench.certify.lipschitz.local import ReluMLP, local_lipschitz
 from bench.errors import ConfigError
-from bench.hashing import files_digest, seeded_init
+from bench.hashing import seeded_init, source_digest
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms.calibration import check_privacy_params, laplace_scale
+from mechanisms.noise.calibration import check_privacy_params, laplace_scale
 from mechanisms.posthoc.models import (
     VARIANTS,
     BetaVAE,
@@ -37,14 +36,13 @@ from mechanisms.posthoc.ptr import (
     release_scale,
 )
 
-_HERE = Path(__file__).parent
-_CODE = [
-    _HERE / "models.py",
-    _HERE / "ptr.py",
-    _HERE.parent.parent / "bench/certify/lipschitz_split.py",
-    _HERE.parent.parent / "bench/certify/local_lipschitz.py",
-    _HERE.parent.parent / "bench/certify/milp.py",
-]
+_CODE = (  # the certification code a cached DeltaP depends on
+    "mechanisms.posthoc.models",
+    "mechanisms.posthoc.ptr",
+    "bench.certify.lipschitz.split",
+    "bench.certify.lipschitz.local",
+    "bench.certify.milp",
+)
 
 
 def default_latent(task: Task) -> int:
@@ -62,7 +60,7 @@ def fit_embedder(task: Task, ctx: FitContext, latent: int, epochs: int) -> BetaV
         "latent": latent,
         "epochs": epochs,
         "seed": ctx.seed,
-        "code": files_digest([_HERE / "models.py"]),
+        "code": source_digest("mechanisms.posthoc.models"),
     }
 
     def build() -> dict[str, torch.Tensor]:
@@ -156,7 +154,7 @@ class PosthocPTR(Mechanism):
             "variant": p["variant"],
             "alpha": p["alpha"],
             "obf_epochs": p["obf_epochs"],
-            "code": files_digest([_HERE / "models.py"]),
+            "code": source_digest("mechanisms.posthoc.models"),
         }
 
         def build_obf() -> dict[str, Any]:
@@ -192,7 +190,7 @@ class PosthocPTR(Mechanism):
                 **self.model_key,
                 "R": radius,
                 "n_calib": p["n_calib"],
-                "certify_code": files_digest(_CODE),
+                "certify_code": source_digest(*_CODE),
                 "time_limit": p["time_limit"],
                 "node_limit": p["node_limit"],
             },
@@ -232,7 +230,7 @@ class PosthocPTR(Mechanism):
             "artifact": "posthoc-region",
             **self.model_key,
             "cfg": repr(self.cfg),
-            "certify_code": files_digest(_CODE),
+            "certify_code": source_digest(*_CODE),
         }
         return self.ctx.cache.get_or_build(
             recipe, lambda: certify_region(self.relu_net, z_train.double().numpy(), self.cfg)

@@ -19,7 +19,7 @@ as in the reference sweeps, accuracy depends on R / eps only.
 
 Every decision "L(f, N(x, r)) <= DeltaP ?" is certified (`Certifier`): a fit-time region
 certificate covering the box, a sampled Jacobian norm > DeltaP, a cheap sound upper bound
-<= DeltaP, a budgeted input-splitting search (bench/certify/lipschitz_split.py), the MILP's
+<= DeltaP, a budgeted input-splitting search (bench/certify/lipschitz/split.py), the MILP's
 dual bound <= DeltaP, or its incumbent > DeltaP. L grows with the box,
 so the feasible grid points form a prefix r_0..r_J and phi = r_J / 2: a deterministic
 function of x whose sensitivity is <= (d + step) / 2 <= R since step <= R (Lemma 4.3 on the
@@ -42,8 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.certify.lipschitz_split import decide_by_splitting
-from bench.certify.local_lipschitz import (
+from bench.certify.lipschitz.local import (
     OutNorm,
     ReluMLP,
     local_lipschitz,
@@ -51,8 +50,9 @@ from bench.certify.local_lipschitz import (
     sampled_norms,
     upper_bound,
 )
+from bench.certify.lipschitz.split import decide_by_splitting
 from bench.errors import ConfigError
-from mechanisms.calibration import check_privacy_params, laplace_scale
+from mechanisms.noise.calibration import check_privacy_params, laplace_scale
 
 
 def release_scale(delta_p: float, eps: float, radius: float) -> float:

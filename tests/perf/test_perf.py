@@ -10,7 +10,7 @@ import torch
 from bench.metrics.reconstruction import mse, ssim
 from bench.metrics.stats import aggregate_seeds, summarize
 from bench.tasks.images import FashionMNIST
-from mechanisms.input_noise import GaussInput, LDPImage
+from mechanisms.noise.input_noise import GaussInput, LDPImage
 
 X = torch.rand(256, 1, 28, 28, generator=torch.Generator().manual_seed(0))
 TASK = FashionMNIST(n_train=10, n_aux=10, n_test=10)
@@ -49,7 +49,7 @@ def test_optimization_attack_throughput(benchmark, batch_size, tmp_path) -> None
     from attacks.optimization import OptimizationAttack
     from bench.cache import ArtifactCache
     from bench.protocols import FitContext
-    from mechanisms.identity import Identity
+    from mechanisms.noise.identity import Identity
 
     mech = Identity()
     mech._noise = None

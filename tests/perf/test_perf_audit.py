@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from bench.certify.audit import audit_mechanism, best_threshold, release_scores
+from bench.certify.audit.core import audit_mechanism, best_threshold, release_scores
 from bench.tasks.images import FashionMNIST
-from mechanisms.input_noise import GaussInput
+from mechanisms.noise.input_noise import GaussInput
 
 TASK = FashionMNIST(n_train=10, n_aux=10, n_test=10)
 TASK.splits()

@@ -1,5 +1,5 @@
-"""Exact per-sample Tr(J^T J) of the Fashion-MNIST dFIL encoder: bench.certify.fisher (torch.func
-JVPs / VJPs batched with vmap) side by side with a naive per-sample
+"""Exact per-sample Tr(J^T J) of the Fashion-MNIST dFIL encoder: bench.certify.fisher.trace
+(torch.func JVPs / VJPs batched with vmap) side by side with a naive per-sample
 torch.autograd.functional.jacobian (one backward pass per output coordinate).
 `make bench-perf` prints each group's two rows; the ratio of their means is the speed-up.
 
@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from bench.certify.fisher import jacobian_trace
+from bench.certify.fisher.trace import jacobian_trace
 from bench.hashing import seeded_init
-from mechanisms.smooth_nets import split_model
+from mechanisms.dfil.smooth_nets import split_model
 
 X = torch.rand(2, 1, 28, 28, generator=torch.Generator().manual_seed(0))
 

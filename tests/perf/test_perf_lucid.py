@@ -10,12 +10,17 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.certify.idp_bound import decision_bound, dense_layers
-from bench.certify.idp_diff import differential_bound
+from bench.certify.idp.bound import decision_bound, dense_layers
+from bench.certify.idp.diff import differential_bound
 from bench.suite import make_task
 from bench.tasks.tabular import tabular_model
-from mechanisms.label_only import one_hot_groups
-from mechanisms.leave_one_out import LooRecipe, leave_one_out, train_sequential, train_stacked
+from mechanisms.label_only.base import one_hot_groups
+from mechanisms.label_only.leave_one_out import (
+    LooRecipe,
+    leave_one_out,
+    train_sequential,
+    train_stacked,
+)
 
 RECIPE = LooRecipe(lr=0.1, epochs=30, batch_size=1024, seed=0)  # REFERENCE.md §3
 # (task, training records, architecture, networks): the adult 2x50, and the default

@@ -7,7 +7,7 @@ import torch
 
 from bench.protocols import Guarantee, NoiseModel, Release, Task
 from mechanisms.base import InputSpaceMechanism
-from mechanisms.input_noise import GaussInput
+from mechanisms.noise.input_noise import GaussInput
 
 
 class NaNMechanism(InputSpaceMechanism):

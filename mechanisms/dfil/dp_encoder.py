@@ -12,7 +12,7 @@ The Cramer-Rao bound reported for unbiased attacks is the larger of 1/dFIL(x), f
 trace of the clipped encoder, and the RDP bound: both hold, so their maximum does.
 
 The declared claim is local DP over any two inputs, stated as (eps_dp, delta)-DP so that the
-privacy audit (bench.certify.audit) can test it: the release is a Gaussian mechanism with l2
+privacy audit (bench.certify.audit.core) can test it: the release is a Gaussian mechanism with l2
 sensitivity 2C, whose exact (eps, delta) curve is known (Balle & Wang 2018, Thm 8), so eps_dp
 is the tightest eps at `delta`; the (2, eps)-RDP parameters are reported alongside (rdp_eps).
 """
@@ -24,13 +24,13 @@ from typing import Any, ClassVar
 
 import torch
 
-from bench.certify.fisher import sigma_for_target
-from bench.certify.fisher_bounds import cramer_rao_bound, rdp_eps_for_bound, rdp_mse_bound
+from bench.certify.fisher.bounds import cramer_rao_bound, rdp_eps_for_bound, rdp_mse_bound
+from bench.certify.fisher.trace import sigma_for_target
 from bench.errors import ConfigError
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms.calibration import analytic_gaussian_eps
-from mechanisms.fisher_split import FisherSplitMechanism, check_number
+from mechanisms.dfil.split import FisherSplitMechanism, check_number
+from mechanisms.noise.calibration import analytic_gaussian_eps
 
 MATCHES = ("rdp-bound", "dfil")
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.certify.lipschitz import (
+from bench.certify.lipschitz.global_bounds import (
     ConvGeometry,
     Norm,
     conv_l1_norm,

@@ -2,7 +2,7 @@
 that share its networks.
 
 All label-only mechanisms here serve the same network N: the first of the stacked
-leave-one-out networks (mechanisms/leave_one_out.py; SGD lr 0.1, batch 1024 as in the
+leave-one-out networks (mechanisms/label_only/leave_one_out.py; SGD lr 0.1, batch 1024 as in the
 paper, the task's `train_epochs`), so their accuracies differ only by the noise.
 - `lucid`: noise where N's confidence <= DB of its predicted class (Theorem 6.1).
 - `naive-idp`: noise where some leave-one-out network disagrees with N.
@@ -20,25 +20,27 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from bench.certify import idp_bound, idp_diff, milp
-from bench.certify.idp_bound import VARIANTS, decision_bound, dense_layers
-from bench.certify.idp_diff import differential_bound
+from bench.certify import milp
+from bench.certify.idp import bound as idp_bound
+from bench.certify.idp import diff as idp_diff
+from bench.certify.idp.bound import VARIANTS, decision_bound, dense_layers
+from bench.certify.idp.diff import differential_bound
 from bench.errors import ConfigError
 from bench.hashing import files_digest
 from bench.metrics.stats import summarize
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms import leave_one_out as loo_training
-from mechanisms.label_only import (
+from mechanisms.label_only import leave_one_out as loo_training
+from mechanisms.label_only.base import (
     LabelOnlyMechanism,
     canonical_records,
     confidence,
     one_hot_groups,
 )
-from mechanisms.leave_one_out import LooRecipe, leave_one_out, stacked_logits
+from mechanisms.label_only.leave_one_out import LooRecipe, leave_one_out, stacked_logits
 
 # The paper's Table 4 ablation, and `diff`: per-network differential bounds refined best
-# first (bench/certify/idp_diff.py), the tightest and the one the suites use.
+# first (bench/certify/idp/diff.py), the tightest and the one the suites use.
 LUCID_VARIANTS = (*VARIANTS, "diff")
 PROBE_UNIFORM = 2000
 PROBE_SEARCH_STARTS = 64

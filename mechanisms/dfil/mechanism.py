@@ -9,9 +9,9 @@ cifar10, a fixed random projection to `proj_dim` (10,000) dimensions for vector 
 Optimisations (Sec. 4.1), off by default: `noise_aware` (fine-tune with the calibrated noise,
 recalibrated every step), `compression` (a conv to that many channels at the split, and its
 decompression on the server; on sst2 / movielens a linear k-dim bottleneck after pooling,
-mechanisms.discrete_compression), `snr_reg` (alpha of the SNR regulariser).
+mechanisms.dfil.compression), `snr_reg` (alpha of the SNR regulariser).
 
-Each attack job is scored against Cramer-Rao or van Trees (mechanisms.fisher_split).
+Each attack job is scored against Cramer-Rao or van Trees (mechanisms.dfil.split).
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from typing import Any, ClassVar
 
 import torch
 
-from bench.certify.fisher import sigma_for_target
+from bench.certify.fisher.trace import sigma_for_target
 from bench.errors import ConfigError
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
 from bench.tasks.discrete import EmbeddingSplit
-from mechanisms.dfil_training import SplitTraining, train_split
-from mechanisms.discrete_compression import CompressionTraining, compressed_split
-from mechanisms.fisher_split import FisherSplitMechanism, check_number, module_digest
-from mechanisms.smooth_nets import SplitModel
-from mechanisms.split_tuning import noise_tuned_server
+from mechanisms.dfil.compression import CompressionTraining, compressed_split
+from mechanisms.dfil.smooth_nets import SplitModel
+from mechanisms.dfil.split import FisherSplitMechanism, check_number, module_digest
+from mechanisms.dfil.split_tuning import noise_tuned_server
+from mechanisms.dfil.training import SplitTraining, train_split
 
 
 @register_mechanism
@@ -105,7 +105,7 @@ class DFIL(FisherSplitMechanism):
         """The task's split model calibrated on embeddings. Without compression,
         `noise_aware` tunes the server on noisy train intermediates (the client stays the
         trained one); with `compression`, the bottleneck and its server are trained (noise-
-        aware if asked, mechanisms.discrete_compression) and the final sigma is calibrated on
+        aware if asked, mechanisms.dfil.compression) and the final sigma is calibrated on
         that served encoder, exactly when its k outputs are <= calib_dirs."""
         p = self.params
         if p["snr_reg"] and not p["compression"]:

@@ -9,9 +9,9 @@ from bench.errors import ConfigError
 from bench.protocols import FitContext, Guarantee, NoiseModel, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.base import DISCRETE, InputSpaceMechanism
-from mechanisms.calibration import check_privacy_params, gaussian_sigma, laplace_scale
-from mechanisms.ip_models import check_model_params, ip_model
-from mechanisms.split_tuning import noise_tuned_server
+from mechanisms.dfil.split_tuning import noise_tuned_server
+from mechanisms.noise.calibration import check_privacy_params, gaussian_sigma, laplace_scale
+from mechanisms.noise.served_models import check_model_params, ip_model
 
 
 @register_mechanism
@@ -57,7 +57,7 @@ class GaussInput(InputSpaceMechanism):
     On a discrete task (token or user / movie ids) the noise is added to the task's split
     intermediate (sst2: hidden states after the split block; movielens: the first linear
     layer's output), so the claim is over l2 in that space ("l2/split"); `finetune` then
-    tunes the server part on noisy train intermediates (mechanisms.split_tuning).
+    tunes the server part on noisy train intermediates (mechanisms.dfil.split_tuning).
     """
 
     name = "gauss-input"

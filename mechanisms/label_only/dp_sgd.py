@@ -22,7 +22,7 @@ from bench.errors import ConfigError
 from bench.hashing import files_digest, seeded_init
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms.label_only import LabelOnlyMechanism
+from mechanisms.label_only.base import LabelOnlyMechanism
 
 LR = 0.1  # LUCID's SGD learning rate, so the two rows differ only by the DP training
 BATCH = 1024

@@ -14,7 +14,7 @@ tighter difference intervals than its interval rule exist, after ReluDiff, Pauls
 - Level 0 (every network, interval arithmetic): the paper's difference intervals (Sec. 6.2)
   for the pair (N, N_i). If N_i's margin j is <= 0 then N's margin j = N_i's minus their
   difference <= -(lower difference bound), so DB_c(i) <= max_j -dl_j.
-- Level 1 (LP): the pair as a MILP (bench.certify.idp_bound's ReLU encoding, the shared
+- Level 1 (LP): the pair as a MILP (bench.certify.idp.bound's ReLU encoding, the shared
   input, matching dependencies), plus for every hidden neuron the convex hull of
   e = relu(z + d) - relu(z) over d in [dl, du] (relu is monotone and 1-Lipschitz, so e lies
   between min(0, d) and max(0, d)), with each layer's difference interval tightened to the
@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from bench.certify.idp_bound import (
+from bench.certify.idp.bound import (
     ROUNDING,
     SIMILAR_WIDTH,
     DecisionBound,

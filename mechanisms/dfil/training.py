@@ -1,6 +1,6 @@
 """Training of split models for dFIL-calibrated split inference, with the seed paper's
 optimisations (Sec. 4.1): noise-aware training and the SNR regulariser (the compression layer
-is architecture, see mechanisms.smooth_nets).
+is architecture, see mechanisms.dfil.smooth_nets).
 
 Noise-aware training. The release noise is sigma = sqrt(target * E[Tr(J^T J)] / d), and it
 depends on the encoder being trained: with a fixed sigma the encoder could raise its SNR by
@@ -23,9 +23,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from bench.certify.fisher import hutchinson_trace
+from bench.certify.fisher.trace import hutchinson_trace
 from bench.protocols import DataSplit
-from mechanisms.smooth_nets import SplitModel
+from mechanisms.dfil.smooth_nets import SplitModel
 
 
 @dataclass(frozen=True)

@@ -193,7 +193,7 @@ def split_model(
         raise ConfigError(f"unknown image split architecture {arch!r}")
     if compression:
         # No bias: an offset carries no information but would inflate ||e|| (see the SNR
-        # regulariser in mechanisms.dfil_training).
+        # regulariser in mechanisms.dfil.training).
         client.append(nn.Conv2d(width, compression, 3, padding=1, bias=False))
         server = [nn.Conv2d(compression, width, 3, padding=1), nn.GELU(), *server]
     if clip is not None:

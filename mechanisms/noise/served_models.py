@@ -7,29 +7,27 @@ cached; fine-tuning starts from a copy of the cached model and really updates it
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from bench.errors import ConfigError
-from bench.hashing import files_digest, seeded_init
+from bench.hashing import seeded_init, source_digest
 from bench.protocols import FitContext, NoiseModel, Task
 from bench.training import train_classifier, utility_model
-from mechanisms.lipschitz_nets import sll_network
+from mechanisms.noise.lipschitz_nets import sll_network
 
 MODELS = ("cnn", "sll")
 SLL_LR = 3e-3  # Adam; 1e-3 underfits the 1-Lipschitz nets in the task's few epochs
 NoiseSite = Literal["input", "output"]
 
-_BENCH = Path(__file__).resolve().parents[1] / "bench"
-_CODE = [
-    Path(__file__),
-    Path(__file__).parent / "lipschitz_nets.py",
-    _BENCH / "training.py",
-    _BENCH / "tasks" / "models.py",
-]
+_CODE = (  # the code a served model's artifact depends on (part of its cache recipe)
+    __name__,
+    "mechanisms.noise.lipschitz_nets",
+    "bench.training",
+    "bench.tasks.models",
+)
 
 
 def check_model_params(params: dict[str, Any], component: str) -> None:
@@ -52,7 +50,7 @@ def _recipe(task: Task, ctx: FitContext, kind: str) -> dict[str, Any]:
         "model": kind,
         "epochs": _epochs(task),
         "seed": ctx.seed,
-        "code": files_digest(_CODE),
+        "code": source_digest(*_CODE),
     }
 
 

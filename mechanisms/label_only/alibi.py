@@ -30,8 +30,8 @@ from bench.errors import ConfigError
 from bench.hashing import derive_seed, files_digest, seeded_init
 from bench.protocols import FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms.dp_sgd import BATCH, LR
-from mechanisms.label_only import LabelOnlyMechanism
+from mechanisms.label_only.base import LabelOnlyMechanism
+from mechanisms.label_only.dp_sgd import BATCH, LR
 
 PRIORS = ("uniform", "frequency")
 MIN_FREQUENCY = 1e-3  # floor of an estimated class frequency

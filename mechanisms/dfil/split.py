@@ -3,35 +3,34 @@ Fisher-information bounds (`dfil`, `dp-encoder`): the split model (trained and c
 the noise calibration data (mean Tr(J^T J) over train data), the release, and the bound each
 attack job is scored against (`bound_metrics`): Cramer-Rao 1/dFIL(x), from the exact per-sample
 trace, for the unbiased `optimization` attack; van Trees for every other attack (they use
-priors). See bench.certify.fisher_bounds for how validity is tested on one noise draw.
+priors). See bench.certify.fisher.bounds for how validity is tested on one noise draw.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from bench.certify.fisher import jacobian_trace, jacobian_trace_estimate
-from bench.certify.fisher_bounds import (
+from bench.certify.fisher.bounds import (
     Z_ONE_SIDED,
     cramer_rao_bound,
     cramer_rao_check,
     van_trees_bound,
     van_trees_check,
 )
-from bench.certify.score_matching import (
+from bench.certify.fisher.score_matching import (
     SMOOTHING,
     PriorTerm,
     estimate_prior_term,
     gaussian_prior_term,
 )
+from bench.certify.fisher.trace import jacobian_trace, jacobian_trace_estimate
 from bench.errors import ConfigError
-from bench.hashing import files_digest, seeded_init, tensor_digest
+from bench.hashing import seeded_init, source_digest, tensor_digest
 from bench.metrics import MetricResult
 from bench.protocols import (
     Attack,
@@ -44,20 +43,18 @@ from bench.protocols import (
 )
 from bench.tasks.discrete import EmbeddingSplit
 from bench.training import predict_scores, utility_model
-from mechanisms.dfil_training import SplitTraining, train_split
-from mechanisms.smooth_nets import ARCHS, SPLITS, SplitModel, projection_model, split_model
+from mechanisms.dfil.smooth_nets import ARCHS, SPLITS, SplitModel, projection_model, split_model
+from mechanisms.dfil.training import SplitTraining, train_split
 
-_HERE = Path(__file__).resolve().parent
-_CERTIFY = _HERE.parent / "bench" / "certify"
-CODE = [  # the code an artifact of these mechanisms depends on (part of every cache recipe)
-    Path(__file__),
-    _HERE / "dfil.py",
-    _HERE / "dp_encoder.py",
-    _HERE / "smooth_nets.py",
-    _HERE / "dfil_training.py",
-    _CERTIFY / "fisher.py",
-    _CERTIFY / "score_matching.py",
-]
+CODE = (  # the code an artifact of these mechanisms depends on (part of every cache recipe)
+    __name__,
+    "mechanisms.dfil.mechanism",
+    "mechanisms.dfil.dp_encoder",
+    "mechanisms.dfil.smooth_nets",
+    "mechanisms.dfil.training",
+    "bench.certify.fisher.trace",
+    "bench.certify.fisher.score_matching",
+)
 SCORE_FIT_SAMPLES = 4000  # training samples the score model is fitted on (then 1,000 held out)
 UNBIASED_ATTACKS = frozenset({"optimization"})
 DISCRETE = frozenset({"ids", "text"})
@@ -127,7 +124,7 @@ class FisherSplitMechanism(Mechanism):
             "data": task.data_fingerprint(),
             "seed": ctx.seed,
             "epochs": int(task.config().get("train_epochs", 3)),
-            "code": files_digest(CODE),
+            "code": source_digest(*CODE),
             **extra,
         }
 
@@ -210,7 +207,7 @@ class FisherSplitMechanism(Mechanism):
             "x": tensor_digest(x),
             "dirs": 0 if exact else int(p["calib_dirs"]),
             "seed": ctx.seed,
-            "code": files_digest(CODE),
+            "code": source_digest(*CODE),
         }
 
         def build() -> torch.Tensor:
@@ -249,7 +246,7 @@ class FisherSplitMechanism(Mechanism):
             "task": task.config(),
             "n_fit": n_fit,
             "smoothing": float(self.params["smoothing"]),
-            "code": files_digest(CODE),
+            "code": source_digest(*CODE),
         }
 
         def build() -> dict[str, Any]:
@@ -330,7 +327,7 @@ class FisherSplitMechanism(Mechanism):
             "artifact": "dfil-sample-traces",
             "encoder": module_digest(self._client),
             "x": tensor_digest(x),
-            "code": files_digest(CODE),
+            "code": source_digest(*CODE),
         }
         return self._cache.get_or_build(recipe, lambda: jacobian_trace(self._client, x))
 
@@ -376,7 +373,7 @@ class FisherSplitMechanism(Mechanism):
 
     def _bound_params(self) -> dict[str, float]:
         """The van Trees prior term Tr(J(f_pi))/d, its standard error and the misfit of the
-        score model (bench.certify.score_matching), once fitted."""
+        score model (bench.certify.fisher.score_matching), once fitted."""
         if not hasattr(self, "_prior_source") or self._table is not None:
             return {}
         prior = self.prior_term()

@@ -13,12 +13,12 @@ Queries are records. The leave-one-out mechanisms first map a query to a record
 (`canonical_records`): every feature clamped to the encoding's range [0, 1], and each
 one-hot group that is not a single 1 set to its largest entry's category. Every answer is
 then a function of a valid record, the domain the iDP decision bound is certified on
-(bench/certify/idp_bound.py).
+(bench/certify/idp/bound.py).
 
 - `naive-noise`: the exponential mechanism on every query (eps-DP, hence eps-iDP).
 - `naive-idp`: query N and all n leave-one-out networks; noise only where they disagree
   (exact, but every query runs n + 1 networks).
-- `lucid` (mechanisms/lucid.py): noise only where N's confidence is at or below the
+- `lucid` (mechanisms/label_only/lucid.py): noise only where N's confidence is at or below the
   iDP decision bound of its predicted class.
 """
 
@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.certify.idp_bound import Groups
+from bench.certify.idp.bound import Groups
 from bench.errors import ConfigError
 from bench.protocols import Guarantee, Mechanism, Release
 

@@ -1,6 +1,6 @@
 """Output perturbation for inference privacy (IP paper, Sec. IV): `lap-output` and
 `gauss-output` release the utility model's logits f(x) plus noise scaled by r times a
-certified global Lipschitz bound of f (bench.certify.lipschitz), so that inputs within
+certified global Lipschitz bound of f (bench.certify.lipschitz.global_bounds), so that inputs within
 distance r give outputs within sensitivity r L and the Laplace / Gaussian mechanism applies.
 """
 
@@ -12,12 +12,12 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from bench.certify.lipschitz import LipschitzBound, Norm, lipschitz_upper_bound
+from bench.certify.lipschitz.global_bounds import LipschitzBound, Norm, lipschitz_upper_bound
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
 from bench.registry import register_mechanism
 from bench.training import predict_scores
-from mechanisms.calibration import check_privacy_params, gaussian_sigma, laplace_scale
-from mechanisms.ip_models import base_model, check_model_params, noise_finetuned
+from mechanisms.noise.calibration import check_privacy_params, gaussian_sigma, laplace_scale
+from mechanisms.noise.served_models import base_model, check_model_params, noise_finetuned
 
 
 class OutputNoiseMechanism(Mechanism):

@@ -2,7 +2,7 @@
 
 For an (eps, delta, r) claim (notions ip, reconstruction: inputs within distance r; ldp:
 any two inputs) the audit
-1. builds input pairs the claim covers (`audit_pairs`): random and worst-case directions
+1. builds input pairs the claim covers (`pairs.py`): random and worst-case directions
    at the radius, or the corners of the data range and real pairs for LDP;
 2. selection: releases each side of each pair `n_select` times (`Mechanism.release`, seeded
    generators, vectorised in chunks) and scores every draw with each distinguisher — the
@@ -11,7 +11,7 @@ any two inputs) the audit
    (Laplace), or, without an encoder, the projection onto the difference of empirical
    release means; it keeps the (pair, distinguisher, threshold) with the largest bound;
 3. evaluation: releases the chosen pair `n_draws` more times per side and turns the chosen
-   test's false-positive / false-negative counts into eps_lb (`audit_bounds`, Clopper-
+   test's false-positive / false-negative counts into eps_lb (`bounds.py`, Clopper-
    Pearson at 95%). Selection and evaluation use disjoint draws, so the search in step 2
    costs no confidence: eps_lb is a valid 95% lower bound for any correct mechanism.
 
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.certify.audit_bounds import eps_detectable, eps_lower_bound
-from bench.certify.audit_pairs import InputPair, domain_pairs, parse_norm, radius_pairs
+from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
+from bench.certify.audit.pairs import InputPair, domain_pairs, parse_norm, radius_pairs
 from bench.errors import MechanismOutputError
 from bench.hashing import derive_seed
 from bench.protocols import Mechanism, Task

@@ -1,0 +1,20 @@
+"""Additive-noise mechanisms on the input or on the model's output.
+
+Paper: Inference Privacy (seed 004): (eps, delta, r)-IP by Gaussian / Laplace noise on the
+input or on logits, with noise calibrated to a certified Lipschitz constant; ldp-image is the
+eps-LDP reference.
+
+Entry points (registered names -> module):
+- `identity` (identity.py): no protection, the reference row.
+- `ldp-image`, `gauss-input` (input_noise.py): Laplace / Gaussian noise on the input.
+- `lap-output`, `gauss-output` (output_noise.py): noise on the served model's logits.
+
+Support: calibration.py (every noise-scale formula, shared with dfil/ and posthoc/),
+served_models.py (the model an IP mechanism serves, optionally noise-fine-tuned),
+lipschitz_nets.py (1-Lipschitz SLL networks).
+
+To add a sibling: a module here with a class derived from `mechanisms.base.
+InputSpaceMechanism` (noise on the input) or from `bench.protocols.Mechanism`, decorated with
+`@register_mechanism`; put its scale formula in calibration.py with a test against the
+formula in tests/test_calibration.py, and let `bench validate NAME` audit it.
+"""
