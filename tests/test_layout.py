@@ -1,0 +1,36 @@
+"""The house's layout: every family folder says which paper it implements and names its
+entry points, so a newcomer finds a mechanism from its folder's docstring."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+import bench.certify
+import mechanisms
+from bench.registry import MECHANISMS
+
+
+def _subpackages(package) -> list[str]:
+    return [
+        info.name
+        for info in pkgutil.iter_modules(package.__path__, prefix=f"{package.__name__}.")
+        if info.ispkg
+    ]
+
+
+@pytest.mark.parametrize("name", _subpackages(mechanisms) + _subpackages(bench.certify))
+def test_every_family_folder_has_a_docstring(name: str) -> None:
+    doc = importlib.import_module(name).__doc__ or ""
+    assert len(doc.split()) >= 20, f"{name} needs a docstring: paper, entry points, siblings"
+
+
+def test_every_mechanism_lives_in_a_family_that_names_it() -> None:
+    for mech in MECHANISMS.names():
+        module = MECHANISMS.get(mech).__module__
+        parts = module.split(".")
+        assert parts[0] == "mechanisms" and len(parts) == 3, f"{mech} is not in a family: {module}"
+        family = importlib.import_module(".".join(parts[:2]))
+        assert f"`{mech}`" in (family.__doc__ or ""), f"{family.__name__} does not name {mech}"
