@@ -15,8 +15,10 @@ from bench import __version__
 from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
-from bench.leaderboard import SentenceExample, build_rows, write_leaderboard
-from bench.provenance import attach_provenance
+from bench.report.markdown import SentenceExample
+from bench.report.provenance import attach_provenance
+from bench.report.rows import build_rows
+from bench.report.write import write_leaderboard
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
 from bench.suite import Suite, load_suite, make_task

@@ -178,9 +178,9 @@ def compare(
     ] = 0.5,
 ) -> None:
     """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance."""
-    from bench.compare import compare as compare_boards
-    from bench.compare import parse_tolerances
-    from bench.leaderboard import load_leaderboard
+    from bench.report.compare import compare as compare_boards
+    from bench.report.compare import parse_tolerances
+    from bench.report.load import load_leaderboard
 
     default, per_metric = parse_tolerances(tolerance or [])
     report = compare_boards(

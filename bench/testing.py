@@ -250,7 +250,7 @@ def check_declares_guarantee(mut: MechanismUnderTest) -> str:
             raise _fail(f"a {g.notion} claim needs a radius > 0 in its params")
         if not g.distance:
             raise _fail(f"a {g.notion} claim must name its distance, e.g. 'l2/input'")
-    from bench.leaderboard import describe_guarantee
+    from bench.report.labels import describe_guarantee
 
     return describe_guarantee(g.to_dict())
 

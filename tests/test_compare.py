@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from bench.compare import compare, parse_tolerances
 from bench.errors import ConfigError
+from bench.report.compare import compare, parse_tolerances
 
 
 def _row(attack, metrics):

@@ -10,11 +10,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench import leaderboard as lb
 from bench.errors import BenchError
 from bench.fsutil import atomic_write
-from bench.leaderboard import build_rows, load_leaderboard, write_leaderboard
 from bench.metrics.stats import scalar, summarize
+from bench.report import formats, load
+from bench.report import labels as report_labels
+from bench.report import rows as report_rows
+from bench.report.load import load_leaderboard
+from bench.report.rows import build_rows
+from bench.report.write import write_leaderboard
 
 STAMP = "2025-01-01T00:00:00+00:00"
 GUARANTEE = {"notion": "ip", "eps": 1.0, "delta": 1e-5, "radius": 0.1, "distance": "l2/input"}
@@ -91,7 +95,7 @@ def test_build_rows_groups_over_seeds(rows: list[dict[str, Any]]) -> None:
 
 
 def test_rows_sorted_with_utility_row_first(rows: list[dict[str, Any]]) -> None:
-    assert rows == sorted(rows, key=lb.row_sort_key)
+    assert rows == sorted(rows, key=report_labels.row_sort_key)
     first_gauss = [r for r in rows if r["mechanism"] == "gauss-input"][:3]
     assert [r["attack"] for r in first_gauss] == [None, "inverter", "map"]
 
@@ -108,8 +112,8 @@ def test_json_schema_keys_match_design(tmp_path: Path, rows: list[dict[str, Any]
     assert list(doc) == ["suite", "suite_version", "generated_at", "code_version", "rows"]
     assert doc["generated_at"] == STAMP
     for row in doc["rows"]:
-        extra = {"sources"} if row["attack"] == lb.WORST_CASE else set()
-        assert set(row) == {*lb.ROW_KEYS, "attack_params", "source", "unreliable", *extra}
+        extra = {"sources"} if row["attack"] == report_labels.WORST_CASE else set()
+        assert set(row) == {*load.ROW_KEYS, "attack_params", "source", "unreliable", *extra}
         assert row["source"] == "re-executed" and row["unreliable"] is False
         assert row["guarantee"]["notion"] == "ip"
         for metric in row["metrics"].values():
@@ -161,7 +165,7 @@ def test_files_plot_and_no_temp_files(tmp_path: Path, rows: list[dict[str, Any]]
 def test_csv_and_markdown_content(tmp_path: Path, rows: list[dict[str, Any]]) -> None:
     write_leaderboard("smoke", "1", rows, tmp_path, code_version="c", generated_at=STAMP)
     csv_lines = (tmp_path / "leaderboard.csv").read_text().splitlines()
-    assert csv_lines[0].split(",") == list(lb.CSV_COLUMNS)
+    assert csv_lines[0].split(",") == list(formats.CSV_COLUMNS)
     assert len(csv_lines) == 1 + sum(len(r["metrics"]) for r in rows)
     md = (tmp_path / "leaderboard.md").read_text()
     assert "## mnist-small" in md and "2 seeds per row" in md
@@ -262,7 +266,7 @@ def test_attack_columns_name_only_the_parameters_that_differ() -> None:
             "metrics": {},
         }
     ]
-    labels = set(lb.attack_labels(rows).values())
+    labels = set(report_labels.attack_labels(rows).values())
     assert labels == {"tv (lam=0.05)", "tv (lam=0.5)", "inverter"}
 
 
@@ -283,8 +287,10 @@ def test_worst_case_takes_each_metric_from_the_strongest_attack() -> None:
             "metrics": metrics,
         }
 
-    (worst,) = lb.worst_case_rows([attack_row("inverter", 0.02, 0.5), attack_row("tv", 0.05, 0.7)])
-    assert worst["attack"] == lb.WORST_CASE
+    (worst,) = report_rows.worst_case_rows(
+        [attack_row("inverter", 0.02, 0.5), attack_row("tv", 0.05, 0.7)]
+    )
+    assert worst["attack"] == report_labels.WORST_CASE
     assert worst["metrics"]["mse"]["value"] == 0.02 and worst["sources"]["mse"] == "inverter"
     assert worst["metrics"]["ssim"]["value"] == 0.7 and worst["sources"]["ssim"] == "tv"
     assert "attack_s" not in worst["metrics"]  # costs are not attack strength
@@ -305,9 +311,9 @@ def test_a_refuted_claim_marks_every_row_of_its_setting_unreliable() -> None:
 
     entry = lambda v: {"value": v, "ci": [v, v], "n": 1}  # noqa: E731
     refuted = [row(None, {"eps_audit_lb": entry(1.7)}), row("map", {"mse": entry(0.1)})]
-    lb.flag_unreliable(refuted)
+    report_rows.flag_unreliable(refuted)
     assert all(r["unreliable"] for r in refuted)
     assert "1.7 > claimed 1" in refuted[1]["unreliable_reason"]
     upheld = [row(None, {"eps_audit_lb": entry(0.6)}), row("map", {"mse": entry(0.1)})]
-    lb.flag_unreliable(upheld)
+    report_rows.flag_unreliable(upheld)
     assert not any(r["unreliable"] for r in upheld)

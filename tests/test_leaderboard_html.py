@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from bench.frontier import frontier_points
-from bench.leaderboard import WORST_CASE, build_rows, write_leaderboard
-from bench.leaderboard_html import metric_columns
+from bench.report.frontier import frontier_points
+from bench.report.html import metric_columns
+from bench.report.labels import WORST_CASE
+from bench.report.rows import build_rows
+from bench.report.write import write_leaderboard
 from tests.test_leaderboard import STAMP, _job, _results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

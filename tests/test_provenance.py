@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from bench.api import write_suite_leaderboard
-from bench.compare import compare
 from bench.jobs import Job
 from bench.metrics.stats import scalar
-from bench.provenance import IncomparableError, attach_provenance, check_comparable
+from bench.report.compare import compare
+from bench.report.provenance import IncomparableError, attach_provenance, check_comparable
 from bench.store import ResultStore
 from tests.conftest import run_cli
 
@@ -71,6 +71,7 @@ def test_rows_carry_task_data_code_and_suite_versions() -> None:
             "data_hash": "abc",
             "code_version": "0.1.0+f00",
             "suite_version": "1",
+            "torch_threads": "1",
         }
 
 
@@ -137,7 +138,7 @@ def test_written_leaderboard_rows_carry_provenance(tmp_path: Path) -> None:
     rows = json.loads(paths[0].read_text())["rows"]
     assert len(rows) >= 2 and all("provenance" in row for row in rows)
     by_attack = {row["attack"]: row["provenance"] for row in rows}
-    expected = {"task_version": "1", "data_hash": "d1", "suite_version": "7"}
+    expected = {"task_version": "1", "data_hash": "d1", "suite_version": "7", "torch_threads": "1"}
     assert by_attack[None] == {**expected, "code_version": "0.1.0+c1"}
     assert by_attack["inverter"] == {**expected, "code_version": "0.1.0+c2"}
     # A summary row over attacks (no job of its own) gets its configuration's jobs' versions.

@@ -2,7 +2,7 @@
 and 3): one PNG per task of a leaderboard, one panel per mechanism configuration swept over
 `inv_dfil` (e.g. dfil split early / late, with and without optimisations, dp-encoder).
 
-Reads leaderboard rows only (bench.leaderboard.build_rows or leaderboard.json "rows"): an
+Reads leaderboard rows only (bench.report.rows.build_rows or leaderboard.json "rows"): an
 attack row's `mse` (with its CI), and its `bound_mse` (Cramer-Rao on `optimization` rows, van
 Trees on the others, as bench.certify.fisher.bounds and mechanisms.dfil.mechanism define them).
 """
@@ -18,6 +18,7 @@ from typing import Any
 
 from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
+from bench.report.labels import WORST_CASE
 
 SWEEP = "inv_dfil"
 UNBIASED = "optimization"
@@ -29,7 +30,7 @@ def _is_sweep_row(row: dict[str, Any]) -> bool:
     return (
         SWEEP in (row.get("params") or {})
         and attack is not None
-        and attack != "worst case"  # bench.leaderboard.WORST_CASE (no import: a cycle)
+        and attack != WORST_CASE
         and "mse" in row.get("metrics", {})
     )
 

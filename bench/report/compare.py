@@ -12,29 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from bench.errors import ConfigError
-from bench.hashing import canonical_json
 from bench.metrics import METRICS, metric_spec
+from bench.report.keys import RowKey, row_key
+from bench.report.provenance import check_comparable
 
 REL_FLOOR = 1e-12
-
-
-class RowKey(NamedTuple):
-    """What identifies a leaderboard row across runs (params as canonical JSON)."""
-
-    task: str
-    mechanism: str
-    params: str
-    attack: str | None
-    attack_params: str
-
-    def label(self) -> str:
-        attack = self.attack or "-"
-        if self.attack and self.attack_params != "{}":
-            attack += f" {self.attack_params}"
-        return f"{self.task} | {self.mechanism} {self.params} | {attack}"
 
 
 @dataclass(frozen=True)
@@ -124,17 +109,6 @@ def _change_table(title: str, changes: list[MetricChange]) -> list[str]:
     return ["", f"{title}:", fmt.format(*header), *(fmt.format(*r) for r in body)]
 
 
-def row_key(row: dict[str, Any]) -> RowKey:
-    """The identity of a leaderboard row (a missing attack_params counts as {})."""
-    return RowKey(
-        row["task"],
-        row["mechanism"],
-        canonical_json(row.get("params") or {}),
-        row.get("attack"),
-        canonical_json(row.get("attack_params") or {}),
-    )
-
-
 def _index(doc: dict[str, Any]) -> dict[RowKey, dict[str, Any]]:
     return {row_key(r): r for r in doc.get("rows", [])}
 
@@ -202,7 +176,6 @@ def compare(
     `cost_tolerance` for timings, `metric_tolerances` overrides per metric name.
     Rows measured on another task version or data are refused (IncomparableError).
     """
-    from bench.provenance import check_comparable
 
     check_comparable(baseline, candidate)
     tolerances = (tolerance, dict(metric_tolerances or {}), cost_tolerance)

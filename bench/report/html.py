@@ -11,10 +11,11 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from bench.frontier import frontier_png, frontier_points
 from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
-from bench.leaderboard import (
+from bench.metrics import METRICS
+from bench.report.frontier import frontier_png, frontier_points
+from bench.report.labels import (
     WORST_CASE,
     _params_text,
     _rows_by_task,
@@ -23,7 +24,6 @@ from bench.leaderboard import (
     describe_guarantee,
     utility_metric_of,
 )
-from bench.metrics import METRICS
 
 TEXT_COLUMNS = ("task", "mechanism", "params", "guarantee", "attack", "seeds")
 # Column order by metric kind: what the mechanism serves, what attacks get, what is proven,
@@ -33,7 +33,7 @@ _KIND_ORDER = {"utility": 0, "privacy": 1, "bound": 2, "cost": 3}
 
 def _environment() -> Environment:
     return Environment(
-        loader=PackageLoader("bench", "templates"),
+        loader=PackageLoader("bench.report", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
         keep_trailing_newline=True,
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.hashing import canonical_json
-from bench.leaderboard import WORST_CASE
+from bench.report.labels import WORST_CASE
 
 # Attack metrics the frontier can use, preferred first; "_all" variants score ⊥ answers
 # with the attacker's prior guess, so abstaining mechanisms are compared on every sample.

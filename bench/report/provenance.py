@@ -8,12 +8,18 @@ from collections import defaultdict
 from typing import Any
 
 from bench import __version__
-from bench.compare import RowKey, row_key
 from bench.errors import BenchError
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job
+from bench.report.keys import RowKey, row_key
 
-PROVENANCE_KEYS = ("task_version", "data_hash", "code_version", "suite_version")
+PROVENANCE_KEYS = (
+    "task_version",
+    "data_hash",
+    "code_version",
+    "suite_version",
+    "torch_threads",
+)
 # Rows compare only when these agree; the code version is what a comparison is about.
 COMPARABLE_KEYS = ("task_version", "data_hash")
 
@@ -40,7 +46,8 @@ def _joined(values: set[str]) -> str:
 
 def provenance_of(jobs: list[Job], suite_version: str) -> dict[str, str]:
     """task_version, data_hash, code_version ("<bench version>+<code hash>", a hash of the
-    sorted code hashes when the jobs used different code) and suite_version of `jobs`."""
+    sorted code hashes when the jobs used different code), suite_version and torch_threads
+    (the intra-op thread count the jobs ran with, bench.threads) of `jobs`."""
     hashes = sorted({job.code_hash for job in jobs})
     code = hashes[0] if len(hashes) == 1 else digest(hashes)
     return {
@@ -48,6 +55,7 @@ def provenance_of(jobs: list[Job], suite_version: str) -> dict[str, str]:
         "data_hash": _joined({job.data_hash for job in jobs}),
         "code_version": f"{__version__}+{code}",
         "suite_version": str(suite_version),
+        "torch_threads": _joined({str(job.threads) for job in jobs}),
     }
 
 

@@ -1,0 +1,144 @@
+"""Labels shared by the Markdown and HTML views: a guarantee in short form, attack column
+labels, a task's utility metric, rows grouped by task."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from bench.hashing import canonical_json
+from bench.metrics import METRICS
+
+_NOTION_WORDS = {
+    "ldp": "LDP",
+    "ip": "IP",
+    "reconstruction": "reconstruction privacy",
+    "dfil": "dFIL bound",
+    "idp": "iDP",
+    "dp": "DP",
+}
+
+
+_PARAM_SYMBOLS = {"eps": "ε", "delta": "δ", "radius": "r", "R": "R"}
+
+
+_PARAM_ORDER = ("eps", "delta", "radius", "R")
+
+
+def describe_guarantee(guarantee: dict[str, Any]) -> str:
+    """A guarantee in words, e.g. "IP (ε=1, δ=1e-05, r=0.1) over l2/input"."""
+    notion = guarantee.get("notion", "none")
+    if notion in (None, "none"):
+        return "none"
+    names = [k for k in guarantee if k not in ("notion", "distance") and guarantee[k] is not None]
+    names.sort(key=lambda k: (_PARAM_ORDER.index(k) if k in _PARAM_ORDER else len(_PARAM_ORDER), k))
+    params = [f"{_PARAM_SYMBOLS.get(k, k)}={_fmt_short(guarantee[k])}" for k in names]
+    text = _NOTION_WORDS.get(notion, str(notion))
+    if params:
+        text += f" ({', '.join(params)})"
+    if guarantee.get("distance"):
+        text += f" over {guarantee['distance']}"
+    return text
+
+
+def _fmt_short(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_fmt_short(v)}" for k, v in sorted(params.items()))
+
+
+def attack_labels(rows: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """Column label per (attack, params JSON): the bare name when a task runs the attack with
+    one parameter set, else the name plus the parameters that differ, e.g. "map (lam=0.1)"."""
+    by_name: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for r in rows:
+        if _is_attack(r):
+            by_name[r["attack"]][canonical_json(r.get("attack_params") or {})] = (
+                r.get("attack_params") or {}
+            )
+    labels = {}
+    for name, variants in by_name.items():
+        for key, params in variants.items():
+            varying = {
+                k: v
+                for k, v in params.items()
+                if any(other.get(k) != v for other in variants.values())
+            }
+            labels[(name, key)] = f"{name} ({_params_text(varying)})" if varying else name
+    return labels
+
+
+def _label_of(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> str:
+    return labels[(row["attack"], canonical_json(row.get("attack_params") or {}))]
+
+
+def utility_metric_of(rows: list[dict[str, Any]]) -> str | None:
+    """The task's utility metric as seen in its utility rows: accuracy, else auc, else the
+    first other metric of kind "utility" (release_rate is shown separately)."""
+    names = {n for r in rows if r["attack"] is None for n in r["metrics"]}
+    for name in ("accuracy", "auc"):
+        if name in names:
+            return name
+    others = sorted(
+        n for n in names if n in METRICS and METRICS[n].kind == "utility" and n != "release_rate"
+    )
+    return others[0] if others else None
+
+
+def _is_attack(row: dict[str, Any]) -> bool:
+    """A row of one real attack (not the utility row, not the worst-case summary)."""
+    return row["attack"] not in (None, WORST_CASE)
+
+
+def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=row_sort_key):
+        out.setdefault(row["task"], []).append(row)
+    return out
+
+
+def _safe_name(task: str) -> str:
+    """A task name usable as a file name (path separators replaced)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in task)
+
+
+def row_sort_key(row: dict[str, Any]) -> tuple[str, str, str, int, str, str]:
+    """Deterministic row order: task, mechanism, params, then utility row before attacks."""
+    attack = row.get("attack")
+    return (
+        row["task"],
+        row["mechanism"],
+        canonical_json(row.get("params") or {}),
+        0 if attack is None else 2 if attack == WORST_CASE else 1,
+        attack or "",
+        canonical_json(row.get("attack_params") or {}),
+    )
+
+
+WORST_CASE = "worst case"
+
+
+ATTACK_METRICS = ("mse", "psnr", "ssim")
+
+
+COST_METRICS = ("fit_s", "release_ms")
+
+
+def _config_key(row: dict[str, Any]) -> tuple[str, str]:
+    return row["mechanism"], canonical_json(row["params"])
+
+
+def _by_config(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Rows of one task grouped by (mechanism, params), in row order."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault(_config_key(row), []).append(row)
+    return out
+
+
+def _worst_case(config_rows: list[dict[str, Any]], metric: str = "mse") -> dict[str, Any] | None:
+    """The worst-case row's entry for `metric` (the strongest attack's), or None."""
+    worst = next((r for r in config_rows if r["attack"] == WORST_CASE), None)
+    return worst["metrics"].get(metric) if worst else None

@@ -1,0 +1,168 @@
+"""The Markdown leaderboard: per task, one table line per (mechanism, params) with utility
+and the strongest attack, attack settings, waived checks and reconstructed sentences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report.labels import (
+    ATTACK_METRICS,
+    COST_METRICS,
+    WORST_CASE,
+    _by_config,
+    _is_attack,
+    _label_of,
+    _params_text,
+    _rows_by_task,
+    _worst_case,
+    attack_labels,
+    describe_guarantee,
+    utility_metric_of,
+)
+
+SentenceExample = tuple[str, list[str], list[str]]  # (row label, originals, reconstructions)
+
+
+def _cell(metric: dict[str, Any] | None) -> str:
+    """ "value [lo, hi]" with 3 significant digits, or an em dash when absent."""
+    if metric is None:
+        return "—"
+    lo, hi = metric["ci"]
+    return f"{metric['value']:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _attack_settings(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per attack configuration with all its parameters (for reproduction)."""
+    labels = attack_labels(rows)
+    seen = {}
+    for r in rows:
+        if _is_attack(r):
+            seen[_label_of(r, labels)] = _params_text(r.get("attack_params") or {})
+    return [f"- `{label}`: {text or 'defaults'}" for label, text in sorted(seen.items())]
+
+
+def _seed_text(rows: list[dict[str, Any]]) -> str:
+    counts = sorted({r["seeds"] for r in rows})
+    if len(counts) == 1:
+        return f"{counts[0]} seed{'s' if counts[0] != 1 else ''} per row"
+    return f"{counts[0]}–{counts[-1]} seeds per row (see the seeds column)"
+
+
+def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
+    """Markdown table lines for one task: one line per (mechanism, params)."""
+    configs = _by_config(rows)
+    labels = attack_labels(rows)
+    attacks = sorted({_label_of(r, labels) for r in rows if _is_attack(r)})
+    has = {n for r in rows for n in r["metrics"]}
+    extra = [n for n in ("release_rate", "eps_audit_lb", "bound_validity") if n in has]
+    header = ["mechanism", "params", "guarantee", "seeds"]
+    header += [utility] if utility else []
+    worst_metrics = [
+        m
+        for m in ("mse", "ssim", "top1")
+        if any(r["attack"] == WORST_CASE and m in r["metrics"] for r in rows)
+    ]
+    header += [*extra, *(f"worst-case {m}" for m in worst_metrics)]
+    header += [f"{a}: {m}" for a in attacks for m in ATTACK_METRICS]
+    header += list(COST_METRICS)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (mechanism, params_json), config_rows in configs.items():
+        base = next((r for r in config_rows if r["attack"] is None), None)
+        by_attack = {_label_of(r, labels): r for r in config_rows if _is_attack(r)}
+        base_metrics = base["metrics"] if base else {}
+        cells = [
+            f"⚠ {mechanism} (unreliable)" if config_rows[0].get("unreliable") else mechanism,
+            f"`{params_json}`",
+            describe_guarantee(config_rows[0]["guarantee"]),
+            str(max(r["seeds"] for r in config_rows)),
+        ]
+        cells += [_cell(base_metrics.get(utility))] if utility else []
+        cells += [_cell(_first_metric(config_rows, n)) for n in extra]
+        cells += [_cell(_worst_case(config_rows, m)) for m in worst_metrics]
+        for a in attacks:
+            metrics = by_attack[a]["metrics"] if a in by_attack else {}
+            cells += [_cell(metrics.get(m)) for m in ATTACK_METRICS]
+        cells += [_cell(base_metrics.get(n)) for n in COST_METRICS]
+        lines.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+    return lines
+
+
+def _first_metric(rows: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """`name` from the utility row if it has it, else from the first row that does."""
+    ordered = sorted(rows, key=lambda r: r["attack"] is not None)
+    return next((r["metrics"][name] for r in ordered if name in r["metrics"]), None)
+
+
+def leaderboard_markdown(
+    suite: str,
+    suite_version: str,
+    rows: list[dict[str, Any]],
+    code_version: str,
+    generated_at: str,
+    utility_metrics: dict[str, str] | None = None,
+    sentences: dict[str, list[SentenceExample]] | None = None,
+) -> str:
+    """A reviewer-facing view: per task one table of mechanisms with CIs and seed counts,
+    and for text tasks a few sentences as each attack reconstructed them (seed 0)."""
+    lines = [
+        f"# Leaderboard: {suite} (version {suite_version})",
+        "",
+        f"Generated {generated_at} from code {code_version}. Every cell is the mean over "
+        "seeds with a 95% bootstrap confidence interval `value [lo, hi]`. Attack error "
+        "(mse) higher = more private; psnr / ssim lower = more private. "
+        "Worst case = per metric, the strongest attack's value (lowest mse, highest "
+        "ssim / top1); the JSON's worst-case rows name the attack in `sources`. "
+        "eps_audit_lb is the privacy audit's 95% lower bound on eps (seed 0); a setting "
+        "whose audit refutes its claim is marked ⚠ unreliable. All numbers are re-executed "
+        "by bench.",
+    ]
+    for task, task_rows in _rows_by_task(rows).items():
+        utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
+        lines += [
+            "",
+            f"## {task}",
+            "",
+            f"Utility metric: {utility or 'none'}; {_seed_text(task_rows)}.",
+            "",
+        ]
+        lines += _task_table(task_rows, utility)
+        settings = _attack_settings(task_rows)
+        if settings:
+            lines += ["", "Attack settings:", "", *settings]
+        waived = _expected_failure_lines(task_rows)
+        if waived:
+            lines += ["", "Declared expected failures of `bench validate` checks:", "", *waived]
+        lines += _sentence_lines((sentences or {}).get(task, []))
+    return "\n".join(lines) + "\n"
+
+
+def _expected_failure_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per (mechanism, waived check) with its written reason."""
+    seen: dict[tuple[str, str], str] = {}
+    for row in rows:
+        for check, reason in (row.get("expected_failures") or {}).items():
+            seen[(row["mechanism"], check)] = reason
+    return [f"- `{m}`: `{check}`: {_md_escape(why)}" for (m, check), why in sorted(seen.items())]
+
+
+def _sentence_lines(examples: list[SentenceExample]) -> list[str]:
+    """Markdown: each attack's reconstructions of the first test sentences, under the
+    originals (reconstructions of the same sentences in every row)."""
+    if not examples:
+        return []
+    originals = examples[0][1]
+    lines = ["", "Reconstructed sentences (seed 0):", ""]
+    lines += [f"- original {i + 1}: `{_code_text(s)}`" for i, s in enumerate(originals)]
+    for label, _, recovered in examples:
+        lines += ["", f"{label}:", ""]
+        lines += [f"- {i + 1}: `{_code_text(s)}`" for i, s in enumerate(recovered)]
+    return lines
+
+
+def _code_text(sentence: str) -> str:
+    """A sentence safe inside Markdown inline code (no backticks, one line)."""
+    return " ".join(sentence.replace("`", "'").split()) or "(empty)"

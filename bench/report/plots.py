@@ -1,0 +1,104 @@
+"""Leaderboard plots: privacy-utility scatter per task and the reconstruction grid."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+
+from bench.report.labels import _by_config, _worst_case
+
+
+def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[str, Any]]:
+    """One point per (mechanism, params) with a utility value and a worst-case mse > 0."""
+    points = []
+    for (mechanism, params_json), config_rows in _by_config(rows).items():
+        base = next((r for r in config_rows if r["attack"] is None), None)
+        worst = _worst_case(config_rows)
+        if not (utility and base and worst and utility in base["metrics"]):
+            continue
+        if worst["value"] <= 0:
+            continue
+        u = base["metrics"][utility]
+        points.append(
+            {
+                "mechanism": mechanism,
+                "params": params_json,
+                "mse": worst["value"],
+                "utility": u["value"],
+                "lo": u["value"] - u["ci"][0],
+                "hi": u["ci"][1] - u["value"],
+            }
+        )
+    return points
+
+
+def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | None) -> bytes:
+    """A seaborn scatter of utility (with CI bars) against worst-case attack mse (log x)."""
+    import pandas as pd
+    import seaborn as sns
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullFormatter
+
+    fig = Figure(figsize=(6.0, 4.5), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    points = _plot_points(rows, utility)
+    if points:
+        df = pd.DataFrame(points)
+        ax.errorbar(
+            df["mse"],
+            df["utility"],
+            yerr=[df["lo"], df["hi"]],
+            fmt="none",
+            ecolor="0.5",
+            elinewidth=1,
+            capsize=3,
+            zorder=1,
+        )
+        sns.scatterplot(data=df, x="mse", y="utility", hue="mechanism", ax=ax, s=50, zorder=2)
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap on short ranges
+    else:
+        ax.text(0.5, 0.5, "no (utility, attack) pairs to plot", ha="center", va="center")
+    ax.set_xlabel("worst-case attack MSE (min over attacks; higher = more private)")
+    ax.set_ylabel(f"{utility or 'utility'} (95% CI)")
+    ax.set_title(f"{task}: privacy-utility")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _as_image(a: np.ndarray) -> np.ndarray:
+    """(C, H, W) -> (H, W) greyscale or (H, W, 3) colour, clipped to [0, 1] for display."""
+    img = np.clip(a.astype(np.float32), 0.0, 1.0)
+    return img[0] if img.shape[0] == 1 else np.transpose(img, (1, 2, 0))
+
+
+def reconstruction_grid_png(task: str, entries: list[tuple[str, np.ndarray, np.ndarray]]) -> bytes:
+    """Originals in the first row, then one row per (mechanism setting, attack): what each
+    attack recovers at each privacy level, on the same test images (seed 0)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    originals = entries[0][1]
+    cols = len(originals)
+    fig = Figure(figsize=(1.0 * cols + 3.2, 1.0 * (len(entries) + 1)), dpi=80)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(entries) + 1, cols, squeeze=False)
+    rows = [("original", originals), *((label, x_hat) for label, _, x_hat in entries)]
+    for r, (label, images) in enumerate(rows):
+        for c in range(cols):
+            ax = axes[r][c]
+            ax.imshow(_as_image(images[c]), cmap="gray", vmin=0.0, vmax=1.0)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        axes[r][0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
+    fig.suptitle(f"{task}: reconstructions (seed 0)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()

@@ -1,0 +1,73 @@
+"""Write a whole leaderboard directory atomically: JSON, CSV, Markdown, plots, index.html."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.fsutil import atomic_write
+from bench.report.dfil_plots import write_dfil_plots
+from bench.report.formats import _atomic_write_text, leaderboard_csv, leaderboard_json
+from bench.report.html import write_index_html
+from bench.report.labels import _rows_by_task, _safe_name, row_sort_key, utility_metric_of
+from bench.report.markdown import SentenceExample, leaderboard_markdown
+from bench.report.plots import privacy_utility_png, reconstruction_grid_png
+
+
+def write_leaderboard(
+    suite: str,
+    suite_version: str,
+    rows: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    code_version: str,
+    generated_at: str | None = None,
+    utility_metrics: dict[str, str] | None = None,
+    examples: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] | None = None,
+    sentences: dict[str, list[SentenceExample]] | None = None,
+) -> list[Path]:
+    """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
+    `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
+    (label, x, x_hat), plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil`
+    (bench.report.dfil_plots), and last index.html, the static page that shows them all. Text tasks'
+    reconstructed `sentences` (label, originals, reconstructions) go into the Markdown.
+
+    `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
+    `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
+    """
+    out_dir = Path(out_dir)
+    (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    stamp = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
+    rows = sorted(rows, key=row_sort_key)
+    written = [
+        _atomic_write_text(
+            out_dir / "leaderboard.json",
+            leaderboard_json(suite, suite_version, rows, code_version, stamp),
+        ),
+        _atomic_write_text(out_dir / "leaderboard.csv", leaderboard_csv(rows)),
+        _atomic_write_text(
+            out_dir / "leaderboard.md",
+            leaderboard_markdown(
+                suite, suite_version, rows, code_version, stamp, utility_metrics, sentences
+            ),
+        ),
+    ]
+    for task, task_rows in _rows_by_task(rows).items():
+        utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
+        path = out_dir / "plots" / f"{_safe_name(task)}.png"
+        atomic_write(path, privacy_utility_png(task, task_rows, utility))
+        written.append(path)
+    for task, entries in sorted((examples or {}).items()):
+        if entries:
+            path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
+            atomic_write(path, reconstruction_grid_png(task, entries))
+            written.append(path)
+    # Attack MSE vs 1/dFIL with the Cramer-Rao and van Trees bounds, for suites sweeping it.
+    written += write_dfil_plots(rows, out_dir)
+    doc = json.loads(leaderboard_json(suite, suite_version, rows, code_version, stamp))
+    written += write_index_html(out_dir, doc, utility_metrics)
+    return written
