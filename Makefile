@@ -25,8 +25,8 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	touch $@
 
-$(FETCHED): datasets/fetch.sh $(INSTALLED)
-	bash datasets/fetch.sh $(BIN)/python
+$(FETCHED): $(INSTALLED) $(wildcard bench/data/*.py)
+	$(BIN)/bench data fetch
 	touch $@
 
 # Debian's Chromium for the end-to-end test of the HTML leaderboard (root only; without it

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from bench import __version__
+from bench.data.locations import cache_dir
 from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
@@ -109,9 +110,7 @@ def run_suite(
     suite, jobs = expand_suite(name_or_path, seeds=seeds)
     store = ResultStore(store_path)
     try:
-        summary = run_jobs(
-            jobs, store, store_path.parent / "cache", executor=executor, progress=progress
-        )
+        summary = run_jobs(jobs, store, cache_dir(store_path), executor=executor, progress=progress)
         paths = write_suite_leaderboard(
             suite, jobs, store, out_dir or Path("leaderboards") / suite.name
         )

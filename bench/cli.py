@@ -6,14 +6,17 @@ interrupted run exits 130 and resumes when the same command is run again.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from bench import __version__
+from bench.data.cli import data_app
+from bench.data.locations import cache_dir
 from bench.errors import BenchError, ConfigError
+from bench.hashing import project_code_hash
 
 app = typer.Typer(
     help="Benchmark and attack-evaluation suite for inference-time privacy mechanisms.",
@@ -25,10 +28,33 @@ app = typer.Typer(
 
 StoreOpt = Annotated[Path, typer.Option("--store", help="SQLite result store.")]
 DEFAULT_STORE = Path(".bench/results.sqlite")
+app.add_typer(data_app, name="data")
 
 
 def _cache_root(store: Path) -> Path:
-    return Path(os.environ.get("BENCH_CACHE", store.parent / "cache"))
+    return cache_dir(store)
+
+
+def _print_version(value: bool) -> None:
+    """`bench --version`: the version and the hash of every source file of the project."""
+    if value:
+        typer.echo(f"bench {__version__} (code {project_code_hash()})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and the code hash, then exit.",
+        ),
+    ] = False,
+) -> None:
+    """Benchmark and attack-evaluation suite for inference-time privacy mechanisms."""
 
 
 @app.command("list")

@@ -58,6 +58,17 @@ def files_digest(paths: list[Path], length: int = 16) -> str:
     return h.hexdigest()[:length]
 
 
+def project_code_hash(length: int = 16) -> str:
+    """`files_digest` of every source file of the packages bench, mechanisms and attacks: the
+    code version `bench --version` prints."""
+    paths: list[Path] = []
+    for package in ("bench", "mechanisms", "attacks"):
+        spec = importlib.util.find_spec(package)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            paths += Path(location).rglob("*.py")
+    return files_digest(paths, length)
+
+
 def source_digest(*module_names: str, length: int = 16) -> str:
     """`files_digest` of the source files of modules named by their dotted names, found
     without importing them (for the code part of a cache recipe)."""

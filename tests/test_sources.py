@@ -164,7 +164,7 @@ def test_cifar10_samples_without_foolbox(monkeypatch: pytest.MonkeyPatch) -> Non
         sources.cifar10_samples()
 
 
-# --- the real embedded data (installed by datasets/fetch.sh) ---------------------------
+# --- the real embedded data (installed by `bench data fetch`) -----------------------
 
 
 def _fmnist_installed() -> bool:
@@ -238,7 +238,7 @@ def _rotten_tomatoes_installed() -> bool:
 
 
 @pytest.mark.skipif(
-    not _rotten_tomatoes_installed(), reason="snippets not fetched: run datasets/fetch.sh"
+    not _rotten_tomatoes_installed(), reason="snippets not fetched: run `bench data fetch`"
 )
 def test_real_rotten_tomatoes() -> None:
     lines = sources.rotten_tomatoes_path().read_text(encoding="utf-8").splitlines()

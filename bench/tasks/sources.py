@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.data.locations import data_dir
 from bench.errors import DataMissingError
 
 FMNIST_DEFAULT_ROOT = Path("/usr/share/datasets/fashion-mnist")
@@ -29,7 +30,7 @@ IDX_STEMS = (
 )
 CIFAR10_BATCHES = (*(f"data_batch_{i}" for i in range(1, 6)), "test_batch")
 ROTTEN_TOMATOES_FILE = "movieReviewSnippets_GroundTruth.txt"
-SETUP_HINT = "run `make setup` (datasets/fetch.sh .venv/bin/python)"
+SETUP_HINT = "run `bench data fetch` (`bench data status` shows what is missing)"
 
 # IDX type code -> big-endian numpy dtype (http://yann.lecun.com/exdb/mnist/ file format).
 _IDX_DTYPES = {
@@ -207,26 +208,20 @@ def cifar10_samples() -> tuple[np.ndarray, np.ndarray]:
     """The first 20 CIFAR-10 test images shipped in foolbox: (20, 32, 32, 3) uint8, (20,)."""
     from PIL import Image
 
-    data_dir = _foolbox_data_dir()
+    samples_dir = _foolbox_data_dir()
     entries = []
-    for path in data_dir.glob("cifar10_*.png"):
+    for path in samples_dir.glob("cifar10_*.png"):
         match = _FOOLBOX_CIFAR10.match(path.name)
         if match:
             entries.append((int(match[1]), int(match[2]), path))
     if not entries:
         raise DataMissingError(
-            f"cifar10 samples: no cifar10_<i>_<label>.png in {data_dir}; "
+            f"cifar10 samples: no cifar10_<i>_<label>.png in {samples_dir}; "
             "reinstall with `pip install --no-deps --force-reinstall foolbox==3.3.4`"
         )
     entries.sort()
     images = [np.asarray(Image.open(path).convert("RGB"), dtype=np.uint8) for _, _, path in entries]
     return np.stack(images), np.array([label for _, label, _ in entries], dtype=np.int64)
-
-
-def data_dir() -> Path:
-    """The data root: $BENCH_DATA_DIR, else the repository's datasets/ directory."""
-    override = os.environ.get("BENCH_DATA_DIR")
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "datasets"
 
 
 def rotten_tomatoes_path() -> Path:

