@@ -202,8 +202,13 @@ def compare(
     cost_tolerance: Annotated[
         float, typer.Option(help="Relative tolerance of timing metrics.")
     ] = 0.5,
+    exact: Annotated[
+        bool,
+        typer.Option(help="Also fail when any non-timing metric differs at all (value or CI)."),
+    ] = False,
 ) -> None:
-    """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance."""
+    """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance
+    (with --exact: when any non-timing number differs)."""
     from bench.report.compare import compare as compare_boards
     from bench.report.compare import parse_tolerances
     from bench.report.load import load_leaderboard
@@ -215,6 +220,7 @@ def compare(
         tolerance=0.05 if default is None else default,
         metric_tolerances=per_metric,
         cost_tolerance=cost_tolerance,
+        exact=exact,
     )
     typer.echo(report.format())
     raise typer.Exit(0 if report.ok else 1)

@@ -128,3 +128,17 @@ def test_format_names_the_regression_and_verdict() -> None:
     assert text.startswith("compare: FAIL")
     assert "REGRESSIONS" in text and "inverter" in text and "mse" in text and "-40.0%" in text
     assert compare(BASE, BASE).format().startswith("compare: OK")
+
+
+def test_exact_fails_on_any_non_timing_difference_and_ignores_timings() -> None:
+    tiny = _with(0, "accuracy", 0.8001)  # inside tolerance and CI: not a regression
+    assert compare(BASE, tiny).ok
+    report = compare(BASE, tiny, exact=True)
+    assert not report.ok and [c.metric for c in report.differing] == ["accuracy"]
+    assert "1 of 3 non-timing metrics differ" in report.format()
+    assert "DIFFERENT (exact)" in report.format()
+    slower = _with(0, "fit_s", 12.0)  # a timing moved: never an exact difference
+    assert compare(BASE, slower, exact=True).ok
+    wider = copy.deepcopy(BASE)
+    wider["rows"][1]["metrics"]["mse"]["ci"] = [0.047, 0.053]  # same value, another CI
+    assert not compare(BASE, wider, exact=True).ok

@@ -6,6 +6,10 @@ lies outside the baseline's confidence interval. The CI condition keeps seed noi
 from being flagged: a drop that stays inside the baseline's CI is not a regression,
 however large relative to the value. Improvements are the mirror image (reported only).
 Baseline rows, or metrics of a row, that the candidate lacks fail the comparison.
+
+Every non-timing metric whose value or CI differs at all is counted too; `exact=True`
+(`bench compare --exact`) fails on any such difference, for changes that must not move a
+single number (a refactor, a re-run of the same code).
 """
 
 from __future__ import annotations
@@ -57,16 +61,21 @@ class CompareReport:
     added: list[RowKey] = field(default_factory=list)
     unknown_metrics: list[str] = field(default_factory=list)
     matched: int = 0
+    compared: int = 0  # non-timing metrics of matched rows
+    differing: list[MetricChange] = field(default_factory=list)  # value or CI not equal
+    exact: bool = False
 
     @property
     def ok(self) -> bool:
-        return not self.regressions and not self.missing
+        return not self.regressions and not self.missing and not (self.exact and self.differing)
 
     def format(self) -> str:
         """A readable plain-text report: a summary line, then one table per category."""
         lines = [self._summary()]
         lines += _change_table("REGRESSIONS", self.regressions)
         lines += _change_table("improvements", self.improvements)
+        if self.exact:
+            lines += _change_table("DIFFERENT (exact)", self.differing)
         if self.missing:
             lines += ["", "MISSING in candidate:"]
             lines += [
@@ -84,7 +93,8 @@ class CompareReport:
         return (
             f"compare: {verdict} — {self.matched} rows matched, "
             f"{len(self.regressions)} regressions, {len(self.improvements)} improvements, "
-            f"{len(self.missing)} missing, {len(self.added)} added"
+            f"{len(self.missing)} missing, {len(self.added)} added; "
+            f"{len(self.differing)} of {self.compared} non-timing metrics differ"
         )
 
 
@@ -154,7 +164,12 @@ def _compare_row(
             unknown.add(name)
             continue
         tol = _tolerance_for(name, *tolerances)
-        verdict, change = _classify(key, name, base["metrics"][name], cand["metrics"][name], tol)
+        b, c = base["metrics"][name], cand["metrics"][name]
+        verdict, change = _classify(key, name, b, c, tol)
+        if METRICS[name].kind != "cost":
+            report.compared += 1
+            if (b["value"], list(b["ci"])) != (c["value"], list(c["ci"])):
+                report.differing.append(change)
         if verdict == "regression":
             report.regressions.append(change)
         elif verdict == "improvement":
@@ -169,18 +184,20 @@ def compare(
     tolerance: float = 0.05,
     metric_tolerances: dict[str, float] | None = None,
     cost_tolerance: float = 0.5,
+    exact: bool = False,
 ) -> CompareReport:
     """Match rows by (task, mechanism, params, attack, attack_params) and flag regressions.
 
     Relative tolerances: `tolerance` for utility / privacy / bound metrics,
-    `cost_tolerance` for timings, `metric_tolerances` overrides per metric name.
+    `cost_tolerance` for timings, `metric_tolerances` overrides per metric name; with
+    `exact`, any difference of a non-timing metric also fails.
     Rows measured on another task version or data are refused (IncomparableError).
     """
 
     check_comparable(baseline, candidate)
     tolerances = (tolerance, dict(metric_tolerances or {}), cost_tolerance)
     base_rows, cand_rows = _index(baseline), _index(candidate)
-    report = CompareReport()
+    report = CompareReport(exact=exact)
     for key in sorted(base_rows, key=_sort_key):
         if key not in cand_rows:
             report.missing.append(Missing(key))
