@@ -158,12 +158,38 @@ def run(
 
 @app.command()
 def leaderboard(
-    suite: Annotated[str, typer.Option("--suite", help="Suite name or path to a .toml file.")],
+    suite: Annotated[
+        str | None, typer.Option("--suite", help="Suite name or path to a .toml file.")
+    ] = None,
+    all_suites: Annotated[
+        bool,
+        typer.Option("--all", help="Write ROOT/index.html, the page listing every suite."),
+    ] = False,
+    root: Annotated[
+        Path, typer.Option(help="Where the committed leaderboards live (with --all).")
+    ] = Path("leaderboards"),
     seeds: Annotated[int | None, typer.Option(min=1, help="Seed count the run used.")] = None,
     store: StoreOpt = DEFAULT_STORE,
     out: Annotated[Path | None, typer.Option(help="Output directory [leaderboards/SUITE].")] = None,
 ) -> None:
-    """Write leaderboards/SUITE/leaderboard.{json,md,csv} and plots from the store."""
+    """Write leaderboards/SUITE/ from the store (--suite), and/or the site index over every
+    suite under ROOT (--all)."""
+    if suite is None and not all_suites:
+        raise ConfigError("bench leaderboard needs --suite NAME, --all, or both")
+    if suite is not None:
+        for path in _write_suite_from_store(suite, seeds, store, out):
+            typer.echo(str(path))
+    if all_suites:
+        from bench.report.site import write_site_index
+        from bench.suite import available_suites, load_suite
+
+        descriptions = {name: load_suite(name).description for name in available_suites()}
+        typer.echo(str(write_site_index(root, descriptions).resolve()))
+
+
+def _write_suite_from_store(
+    suite: str, seeds: int | None, store: Path, out: Path | None
+) -> list[Path]:
     from bench.api import expand_suite, write_suite_leaderboard
     from bench.store import ResultStore
 
@@ -180,13 +206,11 @@ def leaderboard(
                 f"{missing} of {len(all_jobs)} jobs of suite {loaded.name} are not in {store}; "
                 f"run `bench run --suite {suite}` first"
             )
-        paths = write_suite_leaderboard(
+        return write_suite_leaderboard(
             loaded, all_jobs, db, out or Path("leaderboards") / loaded.name
         )
     finally:
         db.close()
-    for p in paths:
-        typer.echo(str(p))
 
 
 @app.command()

@@ -31,7 +31,8 @@ TEXT_COLUMNS = ("task", "mechanism", "params", "guarantee", "attack", "seeds")
 _KIND_ORDER = {"utility": 0, "privacy": 1, "bound": 2, "cost": 3}
 
 
-def _environment() -> Environment:
+def template_environment() -> Environment:
+    """The jinja2 environment of the report templates (autoescaped HTML)."""
     return Environment(
         loader=PackageLoader("bench.report", "templates"),
         autoescape=select_autoescape(["html", "j2"]),
@@ -149,7 +150,7 @@ def render_index_html(
     tasks = sorted({r["task"] for r in rows})
     columns = metric_columns(rows)
     return (
-        _environment()
+        template_environment()
         .get_template("leaderboard.html.j2")
         .render(
             suite=doc["suite"],

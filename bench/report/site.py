@@ -1,0 +1,67 @@
+"""The site index, leaderboards/index.html: one line per committed suite (its description,
+tasks, rows, date, code version) linking to the suite's own page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.errors import BenchError
+from bench.fsutil import atomic_write
+from bench.report.html import template_environment
+from bench.report.labels import WORST_CASE
+from bench.report.load import load_leaderboard
+
+
+@dataclass(frozen=True)
+class SuiteEntry:
+    """What the site index says of one committed suite."""
+
+    name: str
+    description: str
+    tasks: list[str]
+    settings: int  # (task, mechanism, params) rows a reader compares
+    rows: int
+    generated_at: str
+    code_version: str
+    suite_version: str
+    link: str  # relative to the site root
+
+
+def suite_entries(root: Path, descriptions: dict[str, str]) -> list[SuiteEntry]:
+    """Every `root/<suite>/leaderboard.json`, read and validated, sorted by suite name."""
+    entries = []
+    for board in sorted(Path(root).glob("*/leaderboard.json")):
+        doc = load_leaderboard(board)
+        rows = doc["rows"]
+        settings = {(r["task"], r["mechanism"], str(r["params"])) for r in rows}
+        page = board.parent / "index.html"
+        entries.append(
+            SuiteEntry(
+                name=doc["suite"],
+                description=descriptions.get(doc["suite"], ""),
+                tasks=sorted({r["task"] for r in rows}),
+                settings=len(settings),
+                rows=sum(r["attack"] != WORST_CASE for r in rows),
+                generated_at=doc["generated_at"],
+                code_version=doc["code_version"],
+                suite_version=doc["suite_version"],
+                link=f"{board.parent.name}/{'index.html' if page.exists() else 'leaderboard.md'}",
+            )
+        )
+    return entries
+
+
+def render_site_index(root: Path, descriptions: dict[str, str]) -> str:
+    """The site index page over the suites under `root`; a one-line error when none is."""
+    entries = suite_entries(root, descriptions)
+    if not entries:
+        raise BenchError(f"no leaderboard under {root}/*/leaderboard.json; run a suite first")
+    return template_environment().get_template("site.html.j2").render(suites=entries)
+
+
+def write_site_index(root: Path, descriptions: dict[str, str]) -> Path:
+    """Write `root/index.html` (`render_site_index`) atomically."""
+    index = Path(root) / "index.html"
+    atomic_write(index, render_site_index(root, descriptions).encode("utf-8"))
+    return index

@@ -1,0 +1,84 @@
+"""The site index (leaderboards/index.html): every committed suite listed and linked, kept
+in step with the committed leaderboards, and rendering in a real browser."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.errors import BenchError
+from bench.report.rows import build_rows
+from bench.report.site import render_site_index, suite_entries, write_site_index
+from bench.report.write import write_leaderboard
+from bench.suite import available_suites, load_suite
+from tests.test_leaderboard import STAMP, _results
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "leaderboards"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _descriptions() -> dict[str, str]:
+    return {name: load_suite(name).description for name in available_suites()}
+
+
+def _site(tmp_path: Path) -> Path:
+    rows = build_rows(_results())
+    for suite in ("alpha", "beta"):
+        write_leaderboard(suite, "1", rows, tmp_path / suite, code_version="c", generated_at=STAMP)
+    write_site_index(tmp_path, {"alpha": "the <first> suite"})
+    return tmp_path / "index.html"
+
+
+def test_the_index_lists_and_links_every_suite(tmp_path: Path) -> None:
+    html = _site(tmp_path).read_text()
+    assert 'href="alpha/index.html"' in html and 'href="beta/index.html"' in html
+    assert "the &lt;first&gt; suite" in html  # descriptions are escaped
+    alpha, beta = suite_entries(tmp_path, {})
+    assert (alpha.name, beta.name) == ("alpha", "beta")
+    rows = build_rows(_results())
+    assert alpha.rows == sum(r["attack"] != "worst case" for r in rows)
+    assert alpha.settings == len({(r["task"], r["mechanism"], str(r["params"])) for r in rows})
+
+
+def test_no_leaderboard_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(BenchError, match="no leaderboard under"):
+        write_site_index(tmp_path, {})
+
+
+def test_the_committed_index_is_current_and_links_every_committed_suite() -> None:
+    committed = (COMMITTED / "index.html").read_text()
+    assert committed == render_site_index(COMMITTED, _descriptions()), (
+        "leaderboards/index.html is stale: run `bench leaderboard --all`"
+    )
+    suites = sorted(p.parent.name for p in COMMITTED.glob("*/leaderboard.json"))
+    links = re.findall(r'<td class="suite"><a href="([^"]+)">', committed)
+    assert sorted(link.split("/")[0] for link in links) == suites
+    assert all((COMMITTED / link).is_file() for link in links)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
+def test_the_index_renders_and_opens_a_suite_page_in_chromium(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    index = _site(tmp_path)
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=flags)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(10_000)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(index.as_uri())
+            assert page.locator("#suites tbody tr").count() == 2
+            page.screenshot(path=str(tmp_path / "site.png"), full_page=True)
+            page.locator("#suites a", has_text="beta").click()
+            page.wait_for_load_state()
+            assert page.url.endswith("/beta/index.html")
+            assert page.locator("#leaderboard tbody tr").count() > 0
+            assert errors == []
+        finally:
+            browser.close()
