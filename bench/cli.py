@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,6 +17,10 @@ from bench.data.cli import data_app
 from bench.data.locations import cache_dir
 from bench.errors import BenchError, ConfigError
 from bench.hashing import project_code_hash
+
+if TYPE_CHECKING:
+    from bench.jobs import Job
+    from bench.suite import Suite
 
 app = typer.Typer(
     help="Benchmark and attack-evaluation suite for inference-time privacy mechanisms.",
@@ -69,14 +73,21 @@ def list_cmd(
     registries = {"tasks": TASKS, "mechanisms": MECHANISMS, "attacks": ATTACKS}
     if kind in registries:
         for name in registries[kind].names():
-            doc = (registries[kind].get(name).__doc__ or "").strip().split("\n\n")[0]
-            typer.echo(f"{name:16s} {' '.join(doc.split())}")
+            cls = registries[kind].get(name)
+            doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+            if kind == "tasks":  # the modality decides which mechanisms and attacks apply
+                doc = f"[{getattr(cls, 'modality', '?')}] {doc}"
+            typer.echo(f"{name:16s} {doc}")
     elif kind == "metrics":
         for spec in METRICS.values():
             typer.echo(f"{spec.name:16s} {spec.better:6s}-is-better  {spec.description}")
     elif kind == "suites":
+        from bench.suite import load_suite
+
         for name in available_suites():
-            typer.echo(name)
+            text = " ".join(load_suite(name).description.split())
+            short = text if len(text) <= 110 else text[:110].rsplit(" ", 1)[0] + " ..."
+            typer.echo(f"{name:16s} {short}")
     else:
         raise ConfigError(
             f"cannot list '{kind}'; choose tasks, mechanisms, attacks, metrics or suites"
@@ -104,6 +115,10 @@ def run(
         Path | None, typer.Option(help="Leaderboard directory [leaderboards/SUITE].")
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show progress.")] = True,
+    dry_run: Annotated[
+        bool,
+        typer.Option(help="List what would run and estimate its time; run nothing."),
+    ] = False,
 ) -> None:
     """Run a suite's pending jobs, then write its leaderboard when every job is stored."""
     from bench.api import expand_suite, write_suite_leaderboard
@@ -127,6 +142,9 @@ def run(
     ):
         if value is not None and not any(getattr(j, field) == value for j in all_jobs):
             raise ConfigError(f"suite {loaded.name} has no {name} '{value}'")
+    if dry_run:
+        _print_plan(loaded.name, selected, store)
+        return
     db = ResultStore(store)
     try:
         summary = run_jobs(selected, db, _cache_root(store), executor=runner, progress=progress)
@@ -142,10 +160,10 @@ def run(
                 f"{loaded.name} are stored; run without filters to complete it"
             )
             return
-        paths = write_suite_leaderboard(
-            loaded, all_jobs, db, out or Path("leaderboards") / loaded.name
-        )
-        typer.echo(f"leaderboard: {paths[0].parent}")
+        board_dir = out or Path("leaderboards") / loaded.name
+        paths = write_suite_leaderboard(loaded, all_jobs, db, board_dir)
+        _print_summary(paths[0], loaded)
+        _refresh_site_index(board_dir)
     except KeyboardInterrupt:
         print(
             "bench: interrupted; finished jobs are stored, run the same command to resume",
@@ -206,11 +224,77 @@ def _write_suite_from_store(
                 f"{missing} of {len(all_jobs)} jobs of suite {loaded.name} are not in {store}; "
                 f"run `bench run --suite {suite}` first"
             )
-        return write_suite_leaderboard(
-            loaded, all_jobs, db, out or Path("leaderboards") / loaded.name
-        )
+        board_dir = out or Path("leaderboards") / loaded.name
+        written = write_suite_leaderboard(loaded, all_jobs, db, board_dir)
     finally:
         db.close()
+    site = _refresh_site_index(board_dir)
+    return [*written, site] if site else written
+
+
+def _refresh_site_index(board_dir: Path) -> Path | None:
+    """Rewrite the site index beside a suite's directory when there is one, so the list of
+    suites never goes stale after a suite is re-run."""
+    if not (board_dir.parent / "index.html").exists():
+        return None
+    from bench.report.site import write_site_index
+    from bench.suite import available_suites, load_suite
+
+    descriptions = {name: load_suite(name).description for name in available_suites()}
+    return write_site_index(board_dir.parent, descriptions)
+
+
+def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:
+    """`bench run --dry-run`: counts per (task, mechanism, attack) of what would run, and an
+    estimate from the store's own timings of the same kinds of job."""
+    from collections import Counter
+
+    from bench.runner import job_kind, pending_jobs
+    from bench.store import ResultStore
+
+    db = ResultStore(store) if store.exists() else None
+    try:
+        pending = pending_jobs(jobs, db)
+        durations = db.mean_durations() if db else {}
+    finally:
+        if db:
+            db.close()
+    unique = len({j.hash for j in jobs})
+    typer.echo(
+        f"{suite}: {unique} jobs selected, {unique - len(pending)} stored, {len(pending)} would run"
+    )
+    counts = Counter(job_kind(j) for j in pending)
+    total, unknown = 0.0, 0
+    for kind, n in sorted(counts.items()):
+        mean = durations.get(kind)
+        total += (mean or 0.0) * n
+        unknown += n if mean is None else 0
+        estimate = f"~{mean * n:,.0f} s" if mean is not None else "no timing stored"
+        typer.echo(f"  {' / '.join(kind):60s} {n:5d} jobs  {estimate}")
+    if pending and unknown == len(pending):
+        typer.echo("estimate: none yet (no job of these kinds is in the store)")
+        return
+    hint = f"; {unknown} jobs have no stored timing" if unknown else ""
+    typer.echo(f"estimate: ~{total / 60:,.1f} min of job time (divide by --jobs){hint}")
+
+
+def _print_summary(board: Path, suite: Suite) -> None:
+    """The end of a run: each setting's utility and strongest attack, and where to look."""
+    import json
+
+    from bench.api import task_utility_metrics
+    from bench.registry import MECHANISMS
+    from bench.report.summary import summary_lines
+
+    rows = json.loads(board.read_text())["rows"]
+    defaults = {
+        m: dict(getattr(MECHANISMS.get(m), "defaults", {}) or {})
+        for m in {r["mechanism"] for r in rows}
+    }
+    for line in summary_lines(rows, defaults, task_utility_metrics(suite)):
+        typer.echo(line)
+    page = board.parent / "index.html"
+    typer.echo(f"leaderboard: {page.resolve() if page.exists() else board.parent.resolve()}")
 
 
 @app.command()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Protocol
@@ -23,12 +23,20 @@ from bench.jobs import Job
 from bench.registry import MECHANISMS
 
 Results = Iterator[tuple[Job, JobOutcome]]
+OnStart = Callable[[Job], None]
+
+
+def _ignore(job: Job) -> None:
+    """The default `on_start`: nothing to report."""
 
 
 class Executor(Protocol):
-    """Runs jobs and yields their outcomes as they complete (any order)."""
+    """Runs jobs and yields their outcomes as they complete (any order); `on_start` is
+    told of each job when it is handed to a worker."""
 
-    def run(self, jobs: list[Job], cache_root: Path, progress: bool) -> Results: ...
+    def run(
+        self, jobs: list[Job], cache_root: Path, progress: bool, on_start: OnStart = _ignore
+    ) -> Results: ...
 
 
 def _run_in_worker(job: Job, cache_root: str) -> JobOutcome:
@@ -42,9 +50,12 @@ class LocalExecutor:
     def __init__(self, workers: int = 1) -> None:
         self.workers = workers
 
-    def run(self, jobs: list[Job], cache_root: Path, progress: bool) -> Results:
+    def run(
+        self, jobs: list[Job], cache_root: Path, progress: bool, on_start: OnStart = _ignore
+    ) -> Results:
         if self.workers <= 1:
             for job in jobs:
+                on_start(job)
                 yield job, run_job(job, cache_root, progress)
             return
         ctx = multiprocessing.get_context("spawn")
@@ -57,6 +68,7 @@ class LocalExecutor:
                         job = queue.pop(0)
                         fut = pool.submit(_run_in_worker, job, str(cache_root))
                         pending[fut] = job
+                        on_start(job)
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in done:
                         yield pending.pop(fut), fut.result()
@@ -80,7 +92,9 @@ class RayExecutor:
         self.address = address
         self.max_retries = max_retries
 
-    def run(self, jobs: list[Job], cache_root: Path, progress: bool) -> Results:
+    def run(
+        self, jobs: list[Job], cache_root: Path, progress: bool, on_start: OnStart = _ignore
+    ) -> Results:
         try:
             import ray
         except ImportError:
@@ -102,12 +116,14 @@ class RayExecutor:
                     f"cannot reach the Ray cluster at {self.address}: {exc}"
                 ) from None
         try:
-            yield from self._submit_and_collect(ray, jobs, cache_root)
+            yield from self._submit_and_collect(ray, jobs, cache_root, on_start)
         finally:
             if started_here:
                 ray.shutdown()
 
-    def _submit_and_collect(self, ray, jobs: list[Job], cache_root: Path) -> Results:
+    def _submit_and_collect(
+        self, ray, jobs: list[Job], cache_root: Path, on_start: OnStart
+    ) -> Results:
         remote = ray.remote(_run_in_worker)
         pending = {}
         for job in jobs:
@@ -116,6 +132,7 @@ class RayExecutor:
                 max_retries=self.max_retries, retry_exceptions=False, **res
             ).remote(job, str(cache_root.resolve()))
             pending[ref] = job
+            on_start(job)
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from bench.executors import Executor, LocalExecutor
 from bench.jobs import Job
@@ -24,6 +31,29 @@ class RunSummary:
     executed: int
 
 
+def pending_jobs(jobs: list[Job], store: ResultStore | None) -> list[Job]:
+    """The jobs not yet in `store` (all of them without a store), each hash once: a suite
+    may list the same job twice (e.g. overlapping grids)."""
+    stored = store.stored_hashes([j.hash for j in jobs]) if store is not None else set()
+    seen: set[str] = set()
+    pending = []
+    for job in jobs:
+        if job.hash not in stored and job.hash not in seen:
+            seen.add(job.hash)
+            pending.append(job)
+    return pending
+
+
+def job_kind(job: Job) -> tuple[str, str, str]:
+    """(task, mechanism, attack or "utility"): the unit timings are estimated by."""
+    return job.task, job.mechanism, job.attack or "utility"
+
+
+def short_label(job: Job) -> str:
+    """task / mechanism / attack / seed: what the progress bar shows for a running job."""
+    return " / ".join((*job_kind(job), f"seed {job.seed}"))
+
+
 def run_jobs(
     jobs: list[Job],
     store: ResultStore,
@@ -32,30 +62,37 @@ def run_jobs(
     executor: Executor | None = None,
     progress: bool = True,
 ) -> RunSummary:
-    """Run every job not yet in `store` and store each result as soon as it is ready."""
-    stored = store.stored_hashes([j.hash for j in jobs])
-    seen: set[str] = set()
-    pending = []
-    for job in jobs:  # a suite may list the same job twice (e.g. overlapping grids)
-        if job.hash not in stored and job.hash not in seen:
-            seen.add(job.hash)
-            pending.append(job)
+    """Run every job not yet in `store` and store each result as soon as it is ready. One
+    progress bar (ETA, label = the oldest job still running); the jobs' own inner bars are
+    off, so nothing piles up under it."""
+    pending = pending_jobs(jobs, store)
     summary = RunSummary(total=len(jobs), skipped=len(jobs) - len(pending), executed=0)
     if not pending:
         return summary
-    results = (executor or LocalExecutor()).run(pending, cache_root, progress)
+    running: dict[str, Job] = {}  # started and not finished, in start order
     columns = (
-        TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
     )
     with Progress(*columns, disable=not progress, transient=False) as bar:
-        task_id = bar.add_task("jobs", total=len(pending))
+        task_id = bar.add_task("starting", total=len(pending))
+
+        def started(job: Job) -> None:
+            running[job.hash] = job
+            bar.update(task_id, description=short_label(next(iter(running.values()))))
+
+        results = (executor or LocalExecutor()).run(pending, cache_root, False, on_start=started)
         for job, outcome in results:
             store.write(
                 job, outcome.metrics, outcome.guarantee, outcome.duration_s, outcome.examples
             )
             summary.executed += 1
-            bar.update(task_id, advance=1, description=job.label()[:60])
+            running.pop(job.hash, None)
+            oldest = next(iter(running.values()), None)
+            label = short_label(oldest) if oldest else "done"
+            bar.update(task_id, advance=1, description=label)
     return summary

@@ -208,6 +208,16 @@ class ResultStore:
             )
         return out
 
+    def mean_durations(self) -> dict[tuple[str, str, str], float]:
+        """Mean stored run time per (task, mechanism, attack or "utility"), over every job
+        in the store (any parameters, any code version): what `bench run --dry-run`
+        estimates pending work with."""
+        rows = self._conn.execute(
+            "SELECT task, mechanism, COALESCE(attack, 'utility'), AVG(duration_s) FROM jobs "
+            "GROUP BY task, mechanism, COALESCE(attack, 'utility')"
+        )
+        return {(task, mech, attack): float(mean) for task, mech, attack, mean in rows}
+
     def examples(self, hashes: list[str]) -> dict[str, dict[str, np.ndarray]]:
         """Stored originals and reconstructions per job hash (image attack jobs only)."""
         out = {}

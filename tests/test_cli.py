@@ -32,10 +32,10 @@ def _stored_jobs(store: Path) -> int:
 
 def test_list_shows_registered_components(tmp_path) -> None:
     for kind, expected in [
-        ("tasks", "fmnist"),
+        ("tasks", "fmnist           [image] "),  # with its modality
         ("mechanisms", "gauss-input"),
         ("attacks", "inverter"),
-        ("suites", "smoke"),
+        ("suites", "smoke            Plumbing check"),  # with its description
         ("metrics", "ssim"),
     ]:
         proc = run_cli("list", kind, cwd=tmp_path, check=True)
@@ -43,7 +43,7 @@ def test_list_shows_registered_components(tmp_path) -> None:
 
 
 def test_help_everywhere(tmp_path) -> None:
-    for cmd in ([], ["run"], ["list"], ["leaderboard"], ["compare"]):
+    for cmd in ([], ["run"], ["list"], ["leaderboard"], ["compare"], ["data"]):
         proc = run_cli(*cmd, "--help", cwd=tmp_path)
         assert proc.returncode == 0 and "Usage" in proc.stdout
 

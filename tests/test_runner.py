@@ -4,6 +4,7 @@ nothing and reproduce the leaderboard byte for byte, and workers that change not
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -45,8 +46,21 @@ def _start_and_stop_midway(tiny_suite: Path, cwd: Path, sig: int) -> subprocess.
 
 
 def test_rerun_executes_nothing_and_reproduces_the_leaderboard(tmp_path, tiny_suite) -> None:
+    plan = _run(tiny_suite, tmp_path, "--dry-run")
+    assert "tiny: 12 jobs selected, 0 stored, 12 would run" in plan.stdout
+    assert "fmnist / gauss-input / inverter" in plan.stdout
+    assert not (tmp_path / "r.sqlite").exists()  # a dry run writes nothing
     first = _run(tiny_suite, tmp_path)
     assert "12 jobs run, 0 already stored" in first.stdout
+    # The end-of-run summary: each setting's utility and strongest attack, then the page.
+    assert "fmnist: accuracy; strongest attack by ssim" in first.stdout
+    assert re.search(
+        r"gauss-input\(r=0.5\) +accuracy +[0-9.]+ +attack [0-9.]+ \(\w+\)", first.stdout
+    )
+    assert f"leaderboard: {(tmp_path / 'lb' / 'index.html').resolve()}" in first.stdout
+    estimate = _run(tiny_suite, tmp_path, "--dry-run", "--seeds", "3")
+    assert "tiny: 18 jobs selected, 12 stored, 6 would run" in estimate.stdout
+    assert "estimate: ~" in estimate.stdout  # from the stored timings of the same kinds
     board = {p.name: p.read_bytes() for p in (tmp_path / "lb").glob("leaderboard.*")}
     assert set(board) == {"leaderboard.json", "leaderboard.md", "leaderboard.csv"}
     second = _run(tiny_suite, tmp_path)

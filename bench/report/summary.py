@@ -1,0 +1,52 @@
+"""The end-of-run summary `bench run` prints: per task, each setting's utility and its
+strongest attack (named), with only the parameters that differ from the defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.hashing import canonical_json
+from bench.report.frontier import attack_score_of
+from bench.report.labels import WORST_CASE, utility_metric_of
+
+
+def _short_params(params: dict[str, Any], defaults: dict[str, Any]) -> str:
+    changed = {k: v for k, v in sorted(params.items()) if defaults.get(k, object()) != v}
+    return ", ".join(f"{k}={v}" for k, v in changed.items())
+
+
+def _entry(metric: dict[str, Any] | None) -> str:
+    return "-" if metric is None else f"{metric['value']:.4g}"
+
+
+def summary_lines(
+    rows: list[dict[str, Any]], defaults: dict[str, dict[str, Any]], utility: dict[str, str]
+) -> list[str]:
+    """One block per task: a line per (mechanism, params) with its utility and the worst
+    case's headline attack metric and the attack that reached it. `defaults` maps a
+    mechanism to its default parameters, `utility` a task to its utility metric."""
+    lines: list[str] = []
+    for task in sorted({r["task"] for r in rows}):
+        task_rows = [r for r in rows if r["task"] == task]
+        metric = utility.get(task) or utility_metric_of(task_rows) or "utility"
+        score = attack_score_of(task_rows) or "mse"
+        lines.append(f"{task}: {metric}; strongest attack by {score}")
+        settings: dict[str, dict[str, Any]] = {}
+        for row in task_rows:
+            key = canonical_json([row["mechanism"], row["params"]])
+            entry = settings.setdefault(key, {"row": row, "utility": None, "worst": None})
+            if row["attack"] is None:
+                entry["utility"] = row["metrics"].get(metric)
+            elif row["attack"] == WORST_CASE:
+                entry["worst"] = row
+        for entry in settings.values():
+            row = entry["row"]
+            params = _short_params(row["params"], defaults.get(row["mechanism"], {}))
+            name = f"{row['mechanism']}({params})" if params else row["mechanism"]
+            worst = entry["worst"]
+            attack = "-"
+            if worst is not None and score in worst["metrics"]:
+                source = (worst.get("sources") or {}).get(score, "?")
+                attack = f"{_entry(worst['metrics'][score])} ({source})"
+            lines.append(f"  {name:44s} {metric} {_entry(entry['utility']):>7s}  attack {attack}")
+    return lines
