@@ -108,6 +108,13 @@ def test_page_renders_sorts_and_filters_in_headless_chromium(tmp_path: Path) -> 
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto((tmp_path / "index.html").as_uri())
+            # Summary first: one line per setting of each task; the full table folded away.
+            settings = {(r["task"], r["mechanism"], str(r["params"])) for r in rows}
+            assert page.locator("table.overview tbody tr").count() == len(settings)
+            assert page.locator("table.overview").first.is_visible()
+            assert not page.locator("#leaderboard").is_visible()
+            page.locator("#all-rows > summary").click()
+            assert page.locator("#leaderboard").is_visible()
             body_rows = page.locator("#leaderboard tbody tr")
             assert body_rows.count() == len(doc["rows"])
             assert page.locator("#shown-count").inner_text() == f"{len(rows)} of {len(rows)} rows"
@@ -156,3 +163,18 @@ def test_declared_expected_failures_are_shown_on_the_rows(tmp_path: Path) -> Non
     assert "the encoder is a remote service" in (tmp_path / "index.html").read_text()
     markdown = (tmp_path / "leaderboard.md").read_text()
     assert "`check_encoder_and_noise_exposed`: the encoder is a remote service" in markdown
+
+
+def test_overview_names_the_strongest_attack_and_flags_a_broken_bound() -> None:
+    from bench.report.overview import task_overview
+
+    rows = [*_setting("a", 1.0, 0.9, 0.8), *_setting("a", 2.0, 0.7, 0.5)]
+    rows[0]["metrics"]["bound_validity"] = _metric(0.97, 0.0)  # the bound failed on 3%
+    rows[0]["metrics"]["eps_audit_lb"] = _metric(0.4, 0.0)
+    overview = task_overview(rows, "accuracy")
+    assert (overview["utility"], overview["score"]) == ("accuracy", "ssim")
+    first, second = overview["lines"]
+    assert (first["setting"], second["setting"]) == ("eps=1", "eps=2")  # only what varies
+    assert first["attack"]["text"] == "0.8" and first["attack_by"] == "map"
+    assert first["audit"]["text"] == "0.4" and first["bound_broken"]
+    assert second["validity"] is None and not second["bound_broken"]

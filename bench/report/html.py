@@ -24,6 +24,7 @@ from bench.report.labels import (
     describe_guarantee,
     utility_metric_of,
 )
+from bench.report.overview import task_overview
 
 TEXT_COLUMNS = ("task", "mechanism", "params", "guarantee", "attack", "seeds")
 # Column order by metric kind: what the mechanism serves, what attacks get, what is proven,
@@ -142,9 +143,13 @@ def write_frontier_plots(
 
 
 def render_index_html(
-    doc: dict[str, Any], frontiers: dict[str, dict[str, Any]], plots: dict[str, list[dict]]
+    doc: dict[str, Any],
+    frontiers: dict[str, dict[str, Any]],
+    plots: dict[str, list[dict]],
+    utility_metrics: dict[str, str] | None = None,
 ) -> str:
-    """The page for a leaderboard document (the dict leaderboard.json holds)."""
+    """The page for a leaderboard document (the dict leaderboard.json holds): per task a
+    summary of each setting first, then every row in a details section, then plots."""
     rows = doc["rows"]
     labels = attack_labels(rows)
     tasks = sorted({r["task"] for r in rows})
@@ -165,6 +170,12 @@ def render_index_html(
             metric_help={m: _metric_help(m) for m in columns},
             frontiers=frontiers,
             plots=plots,
+            overviews={
+                t: task_overview(
+                    [r for r in rows if r["task"] == t], (utility_metrics or {}).get(t)
+                )
+                for t in tasks
+            },
         )
     )
 
@@ -179,7 +190,7 @@ def write_index_html(
     frontiers = write_frontier_plots(out_dir, doc["rows"], utility_metrics)
     tasks = sorted({r["task"] for r in doc["rows"]})
     plots = {task: _task_plots(out_dir, task) for task in tasks}
-    html = render_index_html(doc, frontiers, plots)
+    html = render_index_html(doc, frontiers, plots, utility_metrics)
     index = out_dir / "index.html"
     atomic_write(index, html.encode("utf-8"))
     frontier_files = [out_dir / "plots" / f"{_safe_name(t)}_frontier.png" for t in frontiers]

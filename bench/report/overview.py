@@ -1,0 +1,96 @@
+"""The summary a suite page opens on: per task, one line per mechanism setting with its
+utility, the strongest attack's headline metric and that attack's name, the audit's lower
+bound on eps, bound validity and flags; the per-attack table stays one click away."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.hashing import canonical_json
+from bench.report.frontier import attack_score_of
+from bench.report.labels import (
+    WORST_CASE,
+    _params_text,
+    describe_guarantee,
+    row_sort_key,
+    utility_metric_of,
+)
+
+SCORE_WORDS = {
+    "ssim": "SSIM",
+    "ssim_all": "SSIM (all queries)",
+    "top1": "top-1",
+    "top1_all": "top-1 (all)",
+    "mse": "MSE",
+}
+
+
+def _cell(metric: dict[str, Any] | None) -> dict[str, str] | None:
+    if metric is None:
+        return None
+    lo, hi = metric["ci"]
+    return {
+        "value": repr(float(metric["value"])),
+        "text": f"{metric['value']:.3g}",
+        "ci": f"[{lo:.3g}, {hi:.3g}]",
+    }
+
+
+def _varying(settings: list[dict[str, Any]], mechanism: str) -> set[str]:
+    """Parameters whose value differs between this task's settings of `mechanism`."""
+    mine = [s["params"] for s in settings if s["mechanism"] == mechanism]
+    keys = {k for p in mine for k in p}
+    return {k for k in keys if len({canonical_json(p.get(k)) for p in mine}) > 1}
+
+
+def _weakest_validity(rows: Any) -> dict[str, Any] | None:
+    """The lowest bound_validity of a setting's rows (utility row for iDP bounds, each
+    attack's row for dFIL bounds): a bound is only as valid as where it held least."""
+    found = [r["metrics"]["bound_validity"] for r in rows if "bound_validity" in r["metrics"]]
+    return min(found, key=lambda m: m["value"]) if found else None
+
+
+def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, Any]:
+    """One task's summary table: its utility metric, the attack score and a line per
+    (mechanism, params) in leaderboard order."""
+    utility = utility or utility_metric_of(rows)
+    score = attack_score_of(rows) or "mse"
+    settings: dict[str, dict[str, Any]] = {}
+    for row in sorted(rows, key=row_sort_key):
+        key = canonical_json([row["mechanism"], row["params"]])
+        entry = settings.setdefault(
+            key, {"mechanism": row["mechanism"], "params": row["params"], "rows": {}}
+        )
+        entry["rows"]["utility" if row["attack"] is None else row["attack"]] = row
+    lines = []
+    for entry in settings.values():
+        util_row = entry["rows"].get("utility")
+        worst = entry["rows"].get(WORST_CASE)
+        varying = _varying(list(settings.values()), entry["mechanism"])
+        shown = {k: v for k, v in entry["params"].items() if k in varying}
+        metrics = util_row["metrics"] if util_row else {}
+        any_row = util_row or worst or next(iter(entry["rows"].values()))
+        lines.append(
+            {
+                "mechanism": entry["mechanism"],
+                "setting": _params_text(shown) if shown else "",
+                "all_params": _params_text(entry["params"]),
+                "guarantee": describe_guarantee(any_row.get("guarantee") or {}),
+                "utility": _cell(metrics.get(utility)) if utility else None,
+                "attack": _cell(worst["metrics"].get(score)) if worst else None,
+                "attack_by": (worst.get("sources") or {}).get(score, "") if worst else "",
+                "audit": _cell(metrics.get("eps_audit_lb")),
+                "validity": _cell(_weakest_validity(entry["rows"].values())),
+                "unreliable": any(r.get("unreliable") for r in entry["rows"].values()),
+                "bound_broken": (_weakest_validity(entry["rows"].values()) or {}).get("value", 1.0)
+                < 1.0,
+            }
+        )
+    return {
+        "utility": utility or "utility",
+        "score": score,
+        "score_words": SCORE_WORDS.get(score, score),
+        "lower_is_stronger": score == "mse",
+        "has_attacks": any(r["attack"] == WORST_CASE for r in rows),
+        "lines": lines,
+    }
