@@ -17,7 +17,7 @@ from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
 from bench.report.markdown import SentenceExample
-from bench.report.provenance import attach_provenance
+from bench.report.provenance import attach_environment, attach_provenance
 from bench.report.rows import build_rows
 from bench.report.write import write_leaderboard
 from bench.runner import RunSummary, run_jobs
@@ -43,7 +43,13 @@ def write_suite_leaderboard(
     return write_leaderboard(
         suite.name,
         suite.version,
-        attach_expected_failures(attach_provenance(build_rows(results), jobs, suite.version)),
+        attach_expected_failures(
+            attach_environment(
+                attach_provenance(build_rows(results), jobs, suite.version),
+                jobs,
+                store.machines(list(dict.fromkeys(j.hash for j in jobs))),
+            )
+        ),
         out_dir,
         code_version=code_version,
         generated_at=generated_at,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import platform
 import sqlite3
 from datetime import UTC, datetime
@@ -76,6 +77,7 @@ def machine_info() -> dict[str, str]:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cpu": platform.processor() or platform.machine(),
+        "cpus": str(os.cpu_count() or 0),
     }
 
 
@@ -206,6 +208,18 @@ class ResultStore:
                     "metrics": metrics,
                 }
             )
+        return out
+
+    def machines(self, hashes: list[str]) -> dict[str, dict[str, str]]:
+        """The machine (python, torch, platform, cpu) each stored job was recorded on."""
+        out = {}
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT job_hash, machine FROM jobs WHERE job_hash IN ({marks})", chunk
+            )
+            out.update({h: json.loads(m) for h, m in rows})
         return out
 
     def mean_durations(self) -> dict[tuple[str, str, str], float]:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import platform
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from bench.api import write_suite_leaderboard
 from bench.jobs import Job
@@ -141,6 +144,11 @@ def test_written_leaderboard_rows_carry_provenance(tmp_path: Path) -> None:
     expected = {"task_version": "1", "data_hash": "d1", "suite_version": "7", "torch_threads": "1"}
     assert by_attack[None] == {**expected, "code_version": "0.1.0+c1"}
     assert by_attack["inverter"] == {**expected, "code_version": "0.1.0+c2"}
+    # Every row says what it ran on (never the host name), as MTEB and lm-eval record.
+    for row in rows:
+        env = row["environment"]
+        assert env["python"] == platform.python_version() and env["torch"] == torch.__version__
+        assert env["cpus"] == str(os.cpu_count()) and "host" not in env
     # A summary row over attacks (no job of its own) gets its configuration's jobs' versions.
     for attack, prov in by_attack.items():
         if attack not in (None, "inverter"):

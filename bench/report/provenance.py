@@ -82,6 +82,37 @@ def attach_provenance(
     return out
 
 
+ENVIRONMENT_KEYS = ("python", "torch", "platform", "cpu", "cpus")  # never the host name
+
+
+def attach_environment(
+    rows: list[dict[str, Any]], jobs: list[Job], machines: dict[str, dict[str, str]]
+) -> list[dict[str, Any]]:
+    """`rows`, each with an "environment" object (python, torch, platform, cpu, cpus) of the
+    machines its jobs were stored from (`machines`: job hash -> machine record), distinct
+    values joined by ","; summary rows get their configuration's, as in attach_provenance."""
+    by_row: dict[RowKey, list[Job]] = defaultdict(list)
+    by_config: dict[tuple[str, str, str], list[Job]] = defaultdict(list)
+    for job in jobs:
+        by_row[job_row_key(job)].append(job)
+        by_config[_config_key(job.task, job.mechanism, job.params)].append(job)
+    out = []
+    for row in rows:
+        config = _config_key(row["task"], row["mechanism"], row.get("params") or {})
+        found = [
+            machines[j.hash]
+            for j in (by_row.get(row_key(row)) or by_config.get(config) or [])
+            if j.hash in machines
+        ]
+        env = {
+            key: _joined({str(m[key]) for m in found if key in m})
+            for key in ENVIRONMENT_KEYS
+            if any(key in m for m in found)
+        }
+        out.append({**row, "environment": env} if env else row)
+    return out
+
+
 def _differences(base: dict[str, Any], cand: dict[str, Any]) -> list[str]:
     """ "task_version 1 vs 2"-style notes for each comparable key whose values differ."""
     b, c = base.get("provenance") or {}, cand.get("provenance") or {}
