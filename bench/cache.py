@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from bench.fsutil import atomic_write
-from bench.hashing import digest
+from bench.hashing import digest, seeded_init
 
 
 class ArtifactCache:
@@ -66,7 +66,11 @@ class ArtifactCache:
                 if found is not None:
                     took = float((entry / "build_seconds").read_text())
                 else:
-                    found = build()
+                    # An artifact is a function of its recipe alone: anything its build draws
+                    # from torch's global RNG (e.g. a module's default init) is seeded by the
+                    # key, not by whatever the process ran before (job order, executor).
+                    with seeded_init(int(key[:15], 16), "artifact"):
+                        found = build()
                     took = time.perf_counter() - start
                     self._write(entry, found, took)
                 if outermost:

@@ -18,7 +18,7 @@ import torch
 from bench.cache import ArtifactCache
 from bench.certify.audit.core import audit_mechanism
 from bench.errors import ConfigError, MechanismOutputError
-from bench.hashing import derive_seed
+from bench.hashing import derive_seed, digest, seeded_init
 from bench.jobs import Job
 from bench.metrics import MetricResult
 from bench.metrics.reconstruction import l1, l2, mse, psnr, ssim
@@ -203,8 +203,10 @@ def attack_metrics(
 
 def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
     """Execute `job` from scratch (cached artifacts aside) and return its metrics, with
-    torch pinned to the job's own thread count whatever process or executor runs it."""
-    with pinned_threads(job.threads):
+    torch pinned to the job's own thread count and its global RNG seeded from the job's
+    config, whatever process, executor or job order runs it (bench.threads)."""
+    global_seed = int(digest(job.config()), 16)  # the config, not the code: stable across edits
+    with pinned_threads(job.threads), seeded_init(global_seed, "job-global-rng"):
         return _run_job(job, cache_root, progress)
 
 

@@ -5,6 +5,8 @@ seeded training gives different weights with 1 and 2 threads. Every job therefor
 a thread count fixed by the job itself (its mechanism's `resources["num_cpus"]`, default 1),
 never by the executor, `--jobs` or the machine; cached artifacts are keyed by the count they
 were built with (bench.cache), and the count is recorded in every row's provenance.
+The other hidden input, torch's global RNG (a module's default init draws from it), is
+seeded per job from its config (bench.evaluate) and per artifact from its recipe (bench.cache).
 """
 
 from __future__ import annotations

@@ -91,6 +91,23 @@ def test_sliced_score_matching_recovers_the_fisher_information_of_smoothed_gauss
     held = torch.randn(500, 32, generator=gen) * var.sqrt()
     est = estimate_prior_term(x, held, gen, smoothing=0.25, steps=200)
     exact = float((1 / (var + 0.0625)).mean())
-    assert est.value == pytest.approx(exact, rel=0.03)
+    # Within 3 standard errors of the estimate (se ~1.5% of the value here: across data
+    # seeds the error spreads over about +-2.5%), and the se itself small.
+    assert abs(est.value - exact) <= 3 * est.se
     assert est.se < 0.02 * exact and est.gap < 0.05 * exact
     assert est.method == "sliced-score-matching" and est.smoothing == 0.25
+
+
+def test_the_score_model_is_a_function_of_its_generator_alone() -> None:
+    """fit_score's network starts from `generator`, not from torch's global RNG, so the van
+    Trees prior term does not depend on what ran before it (it once did: job order moved
+    dfil's bound_mse in the 4th digit)."""
+    from bench.certify.fisher.score_matching import fit_score
+
+    x = torch.randn(64, 5, generator=torch.Generator().manual_seed(1))
+    fitted = []
+    for before in (0, 9):
+        torch.rand(before)
+        score = fit_score(x, torch.Generator().manual_seed(3), steps=3, hidden=8)
+        fitted.append(torch.cat([p.detach().flatten() for p in score.parameters()]))
+    assert torch.equal(fitted[0], fitted[1])

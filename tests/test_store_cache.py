@@ -92,3 +92,23 @@ def test_reused_artifact_reports_its_recorded_build_time(tmp_path) -> None:
     # The fit cost of a job does not depend on whether the cache was warm.
     assert second.build_seconds == pytest.approx(first.build_seconds, abs=1e-5)
     assert second.seconds_inside < first.build_seconds
+
+
+def test_an_artifact_does_not_depend_on_the_global_rng_state_before_it(tmp_path) -> None:
+    """A build that draws from torch's global RNG (a module's default init does) gives the
+    same artifact whatever the process drew before, and leaves the caller's stream alone."""
+    import torch
+
+    def build() -> torch.Tensor:
+        return torch.nn.Linear(4, 3).weight.detach().clone()
+
+    built = []
+    for i, before in enumerate((0, 7)):
+        torch.manual_seed(123)
+        torch.rand(before)  # another job order: the global stream is elsewhere
+        built.append(ArtifactCache(tmp_path / f"c{i}").get_or_build({"a": "net"}, build))
+        after = torch.rand(1)
+        torch.manual_seed(123)
+        torch.rand(before)
+        assert torch.equal(after, torch.rand(1))  # the caller's stream is untouched
+    assert torch.equal(built[0], built[1])

@@ -104,7 +104,10 @@ def fit_score(
     step (so small data sets are not memorised noise and all)."""
     flat = x.flatten(1).float()
     var = flat.var(0) + smoothing**2
-    score = ScoreNet(flat.mean(0), var, hidden)
+    init_seed = int(torch.randint(2**62, (1,), generator=generator))
+    with torch.random.fork_rng(devices=[]):  # the init from `generator`, not the global RNG
+        torch.manual_seed(init_seed)
+        score = ScoreNet(flat.mean(0), var, hidden)
     opt = torch.optim.Adam(score.parameters(), lr=lr)
     order = torch.randperm(len(flat), generator=generator)
     cursor = 0
