@@ -82,3 +82,32 @@ def test_the_index_renders_and_opens_a_suite_page_in_chromium(tmp_path: Path) ->
             assert errors == []
         finally:
             browser.close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
+def test_the_committed_default_page_opens_on_a_summary_a_reader_can_scan(tmp_path: Path) -> None:
+    """leaderboards/default/index.html at 1600x1000: the first screen shows at least 10
+    summary lines, the per-attack table is folded away, and no script fails."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    page_path = COMMITTED / "default" / "index.html"
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=flags)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(page_path.as_uri())
+            visible = page.eval_on_selector_all(
+                "table.overview tbody tr",
+                "rows => rows.filter(r => { const b = r.getBoundingClientRect();"
+                " return b.top >= 0 && b.bottom <= window.innerHeight; }).length",
+            )
+            assert visible >= 10, f"only {visible} summary lines on the first screen"
+            assert not page.locator("#leaderboard").is_visible()
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 1600, f"the summary is {width} px wide"
+            page.screenshot(path=str(tmp_path / "default.png"))
+            assert errors == []
+        finally:
+            browser.close()
