@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE
+from bench.report.labels import WORST_CASE, privacy_label
 
 # Attack metrics the frontier can use, preferred first; "_all" variants score ⊥ answers
 # with the attacker's prior guess, so abstaining mechanisms are compared on every sample.
@@ -104,6 +104,15 @@ def frontier_png(task: str, points: list[FrontierPoint], utility: str, score: st
     mechanisms = sorted({p.mechanism for p in points})
     colours = {m: f"C{i % 10}" for i, m in enumerate(mechanisms)}
     for p in points:
+        if privacy_label(p.params):  # which privacy level each point is
+            ax.annotate(
+                privacy_label(p.params),
+                (p.attack, p.utility),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=7,
+                color=colours[p.mechanism],
+            )
         ax.errorbar(
             p.attack,
             p.utility,

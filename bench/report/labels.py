@@ -142,3 +142,14 @@ def _worst_case(config_rows: list[dict[str, Any]], metric: str = "mse") -> dict[
     """The worst-case row's entry for `metric` (the strongest attack's), or None."""
     worst = next((r for r in config_rows if r["attack"] == WORST_CASE), None)
     return worst["metrics"].get(metric) if worst else None
+
+
+PRIVACY_PARAMS = (("eps", "ε"), ("inv_dfil", "1/dFIL"))  # a setting's privacy knob, if any
+
+
+def privacy_label(params: dict[str, Any]) -> str:
+    """The privacy parameter of a setting in short form ("ε=2", "1/dFIL=10"), else ""."""
+    for key, symbol in PRIVACY_PARAMS:
+        if key in params:
+            return f"{symbol}={_fmt_short(params[key])}"
+    return ""

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.report.labels import _by_config, _worst_case
+from bench.report.labels import _by_config, _worst_case, privacy_label
 
 
 def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[str, Any]]:
@@ -25,6 +25,8 @@ def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[s
             {
                 "mechanism": mechanism,
                 "params": params_json,
+                "label": privacy_label(base["params"]),
+                "reference": (base.get("guarantee") or {}).get("notion") in (None, "none"),
                 "mse": worst["value"],
                 "utility": u["value"],
                 "lo": u["value"] - u["ci"][0],
@@ -45,7 +47,21 @@ def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | No
     fig = Figure(figsize=(6.0, 4.5), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    points = _plot_points(rows, utility)
+    every = _plot_points(rows, utility)
+    # Unprotected settings (identity) are a reference line, not points: their attack MSE of
+    # ~0 would set the log scale and squeeze every mechanism into a corner.
+    for ref in (p for p in every if p["reference"]):
+        ax.axhline(ref["utility"], color="0.4", linestyle=":", linewidth=1)
+        ax.annotate(
+            f"{ref['mechanism']} (no protection)",
+            (0.01, ref["utility"]),
+            xycoords=("axes fraction", "data"),
+            textcoords="offset points",
+            xytext=(0, 3),
+            fontsize=7,
+            color="0.3",
+        )
+    points = [p for p in every if not p["reference"]]
     if points:
         df = pd.DataFrame(points)
         ax.errorbar(
@@ -59,6 +75,16 @@ def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | No
             zorder=1,
         )
         sns.scatterplot(data=df, x="mse", y="utility", hue="mechanism", ax=ax, s=50, zorder=2)
+        for p in points:
+            if p["label"]:
+                ax.annotate(
+                    p["label"],
+                    (p["mse"], p["utility"]),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=7,
+                    color="0.25",
+                )
         ax.set_xscale("log")
         ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap on short ranges
     else:
