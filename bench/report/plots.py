@@ -110,19 +110,24 @@ def reconstruction_grid_png(task: str, entries: list[tuple[str, np.ndarray, np.n
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    from bench.metrics.reconstruction import ssim
+
     originals = entries[0][1]
     cols = len(originals)
-    fig = Figure(figsize=(1.0 * cols + 3.2, 1.0 * (len(entries) + 1)), dpi=80)
+    fig = Figure(figsize=(1.0 * cols + 4.0, 1.0 * (len(entries) + 1)), dpi=100)
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(entries) + 1, cols, squeeze=False)
-    rows = [("original", originals), *((label, x_hat) for label, _, x_hat in entries)]
+    rows = [("original", originals)]
+    for label, x, x_hat in entries:  # each row says how close it is: SSIM on these images
+        score = float(np.mean(ssim(np.clip(x, 0, 1), np.clip(x_hat, 0, 1), data_range=1.0)))
+        rows.append((f"{label}\nSSIM {score:.2f}", x_hat))
     for r, (label, images) in enumerate(rows):
         for c in range(cols):
             ax = axes[r][c]
             ax.imshow(_as_image(images[c]), cmap="gray", vmin=0.0, vmax=1.0)
             ax.set_xticks([])
             ax.set_yticks([])
-        axes[r][0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=7)
+        axes[r][0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=9)
     fig.suptitle(f"{task}: reconstructions (seed 0)", fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     buf = io.BytesIO()
