@@ -178,3 +178,7 @@ def test_overview_names_the_strongest_attack_and_flags_a_broken_bound() -> None:
     assert first["attack"]["text"] == "0.8" and first["attack_by"] == "map"
     assert first["audit"]["text"] == "0.4" and first["bound_broken"]
     assert second["validity"] is None and not second["bound_broken"]
+    # The most useful setting whose strongest attack stays at or under each SSIM band.
+    bands = {band["limit"]: band["line"] for band in overview["best"]}
+    assert bands[0.2] is None and bands[0.4] is None
+    assert bands[0.6]["setting"] == "eps=2"

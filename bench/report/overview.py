@@ -87,6 +87,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
             }
         )
     return {
+        "best": best_at_fixed_privacy(lines, score),
         "utility": utility or "utility",
         "score": score,
         "score_words": SCORE_WORDS.get(score, score),
@@ -94,3 +95,26 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         "has_attacks": any(r["attack"] == WORST_CASE for r in rows),
         "lines": lines,
     }
+
+
+PRIVACY_BANDS = (0.2, 0.4, 0.6)  # the strongest attack's SSIM / top-1 at most this
+
+
+def best_at_fixed_privacy(lines: list[dict[str, Any]], score: str) -> list[dict[str, Any]]:
+    """For each band "strongest attack's score <= t", the most useful setting inside it
+    (by utility; None when no setting reaches the band). Only for bounded similarity scores
+    (SSIM, top-1), where one threshold means the same on every task; none for MSE."""
+    if score == "mse":
+        return []
+    bands = []
+    for limit in PRIVACY_BANDS:
+        inside = [
+            line
+            for line in lines
+            if line["attack"] is not None
+            and line["utility"] is not None
+            and float(line["attack"]["value"]) <= limit
+        ]
+        best = max(inside, key=lambda line: float(line["utility"]["value"]), default=None)
+        bands.append({"limit": limit, "line": best})
+    return bands
