@@ -63,12 +63,10 @@ def _config_key(task: str, mechanism: str, params: dict[str, Any]) -> tuple[str,
     return task, mechanism, canonical_json(params)
 
 
-def attach_provenance(
-    rows: list[dict[str, Any]], jobs: list[Job], suite_version: str
-) -> list[dict[str, Any]]:
-    """`rows` (leaderboard rows built from these jobs' results), each with a "provenance"
-    object (`provenance_of` its jobs); a summary row that no job maps to (e.g. the worst
-    case over attacks) gets that of every job of its (task, mechanism, params). Order kept."""
+def jobs_of_rows(rows: list[dict[str, Any]], jobs: list[Job]) -> list[list[Job]]:
+    """The jobs behind each row, in row order: the row's own (its seeds), or for a summary
+    row that no job maps to (e.g. the worst case over attacks) every job of its (task,
+    mechanism, params); [] when none."""
     by_row: dict[RowKey, list[Job]] = defaultdict(list)
     by_config: dict[tuple[str, str, str], list[Job]] = defaultdict(list)
     for job in jobs:
@@ -77,9 +75,19 @@ def attach_provenance(
     out = []
     for row in rows:
         config = _config_key(row["task"], row["mechanism"], row.get("params") or {})
-        found = by_row.get(row_key(row)) or by_config.get(config)
-        out.append({**row, "provenance": provenance_of(found, suite_version)} if found else row)
+        out.append(by_row.get(row_key(row)) or by_config.get(config) or [])
     return out
+
+
+def attach_provenance(
+    rows: list[dict[str, Any]], jobs: list[Job], suite_version: str
+) -> list[dict[str, Any]]:
+    """`rows` (leaderboard rows built from these jobs' results), each with a "provenance"
+    object (`provenance_of` its jobs, `jobs_of_rows`). Order kept."""
+    return [
+        {**row, "provenance": provenance_of(found, suite_version)} if found else row
+        for row, found in zip(rows, jobs_of_rows(rows, jobs), strict=True)
+    ]
 
 
 ENVIRONMENT_KEYS = ("python", "torch", "platform", "cpu", "cpus")  # never the host name
@@ -90,20 +98,10 @@ def attach_environment(
 ) -> list[dict[str, Any]]:
     """`rows`, each with an "environment" object (python, torch, platform, cpu, cpus) of the
     machines its jobs were stored from (`machines`: job hash -> machine record), distinct
-    values joined by ","; summary rows get their configuration's, as in attach_provenance."""
-    by_row: dict[RowKey, list[Job]] = defaultdict(list)
-    by_config: dict[tuple[str, str, str], list[Job]] = defaultdict(list)
-    for job in jobs:
-        by_row[job_row_key(job)].append(job)
-        by_config[_config_key(job.task, job.mechanism, job.params)].append(job)
+    values joined by ","."""
     out = []
-    for row in rows:
-        config = _config_key(row["task"], row["mechanism"], row.get("params") or {})
-        found = [
-            machines[j.hash]
-            for j in (by_row.get(row_key(row)) or by_config.get(config) or [])
-            if j.hash in machines
-        ]
+    for row, found_jobs in zip(rows, jobs_of_rows(rows, jobs), strict=True):
+        found = [machines[j.hash] for j in found_jobs if j.hash in machines]
         env = {
             key: _joined({str(m[key]) for m in found if key in m})
             for key in ENVIRONMENT_KEYS
