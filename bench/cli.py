@@ -199,10 +199,14 @@ def leaderboard(
             typer.echo(str(path))
     if all_suites:
         from bench.report.site import write_site_index
-        from bench.suite import available_suites, load_suite
 
-        descriptions = {name: load_suite(name).description for name in available_suites()}
-        typer.echo(str(write_site_index(root, descriptions).resolve()))
+        typer.echo(str(write_site_index(root, _suite_descriptions()).resolve()))
+
+
+def _suite_descriptions() -> dict[str, str]:
+    from bench.suite import available_suites, load_suite
+
+    return {name: load_suite(name).description for name in available_suites()}
 
 
 def _write_suite_from_store(
@@ -233,15 +237,13 @@ def _write_suite_from_store(
 
 
 def _refresh_site_index(board_dir: Path) -> Path | None:
-    """Rewrite the site index beside a suite's directory when there is one, so the list of
-    suites never goes stale after a suite is re-run."""
-    if not (board_dir.parent / "index.html").exists():
-        return None
-    from bench.report.site import write_site_index
-    from bench.suite import available_suites, load_suite
+    """Rewrite the site index beside a suite's directory when bench wrote one there, so the
+    list of suites never goes stale after a suite is re-run."""
+    from bench.report.site import is_site_index, write_site_index
 
-    descriptions = {name: load_suite(name).description for name in available_suites()}
-    return write_site_index(board_dir.parent, descriptions)
+    if not is_site_index(board_dir.parent / "index.html"):
+        return None
+    return write_site_index(board_dir.parent, _suite_descriptions())
 
 
 def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:

@@ -44,6 +44,15 @@ def test_the_index_lists_and_links_every_suite(tmp_path: Path) -> None:
     assert alpha.settings == len({(r["task"], r["mechanism"], str(r["params"])) for r in rows})
 
 
+def test_only_a_site_index_bench_wrote_is_recognised(tmp_path: Path) -> None:
+    from bench.report.site import is_site_index
+
+    assert is_site_index(_site(tmp_path))
+    other = tmp_path / "other.html"
+    other.write_text("<html>someone's own page</html>")
+    assert not is_site_index(other) and not is_site_index(tmp_path / "missing.html")
+
+
 def test_no_leaderboard_is_a_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(BenchError, match="no leaderboard under"):
         write_site_index(tmp_path, {})

@@ -12,6 +12,16 @@ from bench.report.html import template_environment
 from bench.report.labels import WORST_CASE
 from bench.report.load import load_leaderboard
 
+GENERATOR = "bench leaderboard --all"  # marks a page as a site index bench may rewrite
+
+
+def is_site_index(path: Path) -> bool:
+    """True when `path` is a site index bench wrote (never clobber another index.html)."""
+    try:
+        return f'<meta name="generator" content="{GENERATOR}">' in path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return False
+
 
 @dataclass(frozen=True)
 class SuiteEntry:
@@ -57,7 +67,8 @@ def render_site_index(root: Path, descriptions: dict[str, str]) -> str:
     entries = suite_entries(root, descriptions)
     if not entries:
         raise BenchError(f"no leaderboard under {root}/*/leaderboard.json; run a suite first")
-    return template_environment().get_template("site.html.j2").render(suites=entries)
+    template = template_environment().get_template("site.html.j2")
+    return template.render(suites=entries, generator=GENERATOR)
 
 
 def write_site_index(root: Path, descriptions: dict[str, str]) -> Path:
