@@ -122,6 +122,12 @@ def test_fetch_without_root_says_what_to_run_and_goes_on(monkeypatch) -> None:
     ]
 
 
+def test_a_command_that_cannot_start_is_a_failed_step_in_its_log(tmp_path) -> None:
+    log = tmp_path / "step.log"
+    assert not fetch.run_logged(["/nonexistent/apt-get", "install"], log)
+    assert "cannot run /nonexistent/apt-get" in log.read_text()
+
+
 def _sdist(tmp_path: Path, snippets: bytes) -> Path:
     """A vaderSentiment-like sdist: the snippets inside an inner archive inside the sdist."""
     inner = io.BytesIO()

