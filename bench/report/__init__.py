@@ -7,12 +7,15 @@ Entry points:
 - `load.load_leaderboard(path)`: a leaderboard JSON read back and validated.
 - `compare.compare(baseline, candidate)`: regressions between two leaderboards;
   `provenance.attach_provenance(rows, jobs)`: task version, data hash, code version and
-  thread count on every row.
+  thread count on every row; `site.write_site_index(root, descriptions)`: the page listing
+  every suite.
 
 Modules, each with one job: rows (aggregation), labels (shared labels and row grouping),
-formats (JSON, CSV), markdown, plots, html (+ templates/), frontier (privacy-utility
-frontier), dfil_plots (attack MSE vs 1/dFIL with the Fisher bounds), write (the directory),
-load, keys (row identity), compare, provenance.
+formats (JSON, CSV; schemas/ holds the JSON Schema), markdown, plots, html (+ templates/),
+overview (the per-task summary a page opens on), site (leaderboards/index.html over every
+suite), summary (the lines `bench run` ends with), frontier (privacy-utility frontier),
+dfil_plots (attack MSE vs 1/dFIL with the Fisher bounds), write (the directory), load,
+keys (row identity), compare, provenance (versions, threads, environment).
 
 The package sits below the CLI and the validation code: nothing here imports bench.cli,
 bench.api, bench.runner, bench.validation or bench.testing (tests/test_import_graph.py).
