@@ -55,7 +55,7 @@ def test_rerun_executes_nothing_and_reproduces_the_leaderboard(tmp_path, tiny_su
     # The end-of-run summary: each setting's utility and strongest attack, then the page.
     assert "fmnist: accuracy; strongest attack by ssim" in first.stdout
     assert re.search(
-        r"gauss-input\(r=0.5\) +accuracy +[0-9.]+ +attack [0-9.]+ \(\w+\)", first.stdout
+        r"gauss-input\(eps=1.0, r=0.5\) +accuracy +[0-9.]+ +attack [0-9.]+ \(\w+\)", first.stdout
     )
     assert f"leaderboard: {(tmp_path / 'lb' / 'index.html').resolve()}" in first.stdout
     estimate = _run(tiny_suite, tmp_path, "--dry-run", "--seeds", "3")

@@ -7,11 +7,15 @@ from typing import Any
 
 from bench.hashing import canonical_json
 from bench.report.frontier import attack_score_of
-from bench.report.labels import WORST_CASE, utility_metric_of
+from bench.report.labels import PRIVACY_PARAMS, WORST_CASE, utility_metric_of
 
 
 def _short_params(params: dict[str, Any], defaults: dict[str, Any]) -> str:
-    changed = {k: v for k, v in sorted(params.items()) if defaults.get(k, object()) != v}
+    """The parameters that differ from the defaults, and the privacy level always."""
+    always = {key for key, _ in PRIVACY_PARAMS}
+    changed = {
+        k: v for k, v in sorted(params.items()) if k in always or defaults.get(k, object()) != v
+    }
     return ", ".join(f"{k}={v}" for k, v in changed.items())
 
 
