@@ -93,6 +93,8 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         "score_words": SCORE_WORDS.get(score, score),
         "lower_is_stronger": score == "mse",
         "has_attacks": any(r["attack"] == WORST_CASE for r in rows),
+        "has_audit": any(line["audit"] for line in lines),
+        "has_validity": any(line["validity"] for line in lines),
         "lines": lines,
     }
 
