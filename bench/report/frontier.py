@@ -92,9 +92,15 @@ def frontier_points(
     return score, sorted(marked, key=lambda p: (p.attack, -p.utility, p.label))
 
 
-def frontier_png(task: str, points: list[FrontierPoint], utility: str, score: str) -> bytes:
+def frontier_png(
+    task: str,
+    points: list[FrontierPoint],
+    utility: str,
+    score: str,
+    colours: dict[str, str] | None = None,
+) -> bytes:
     """Utility against the strongest attack's score with both CIs; the Pareto frontier
-    drawn as a step line through its settings."""
+    drawn as a step line through its settings. `colours`: mechanism -> colour."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -102,7 +108,7 @@ def frontier_png(task: str, points: list[FrontierPoint], utility: str, score: st
     FigureCanvasAgg(fig)
     ax = fig.subplots()
     mechanisms = sorted({p.mechanism for p in points})
-    colours = {m: f"C{i % 10}" for i, m in enumerate(mechanisms)}
+    colours = colours or {m: f"C{i % 10}" for i, m in enumerate(mechanisms)}
     for p in points:
         if privacy_label(p.params):  # which privacy level each point is
             ax.annotate(

@@ -22,6 +22,7 @@ from bench.report.labels import (
     _safe_name,
     attack_labels,
     describe_guarantee,
+    mechanism_colours,
     utility_metric_of,
 )
 from bench.report.overview import task_overview
@@ -137,7 +138,8 @@ def write_frontier_plots(
         if not points or utility is None or score is None:
             continue
         path = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
-        atomic_write(path, frontier_png(task, points, utility, score))
+        png = frontier_png(task, points, utility, score, mechanism_colours(task_rows))
+        atomic_write(path, png)
         frontiers[task] = {"utility": utility, "score": score, "points": points}
     return frontiers
 

@@ -153,3 +153,9 @@ def privacy_label(params: dict[str, Any]) -> str:
         if key in params:
             return f"{symbol}={_fmt_short(params[key])}"
     return ""
+
+
+def mechanism_colours(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """One matplotlib colour per mechanism of a task's rows, the same in every plot of the
+    task (so a reader matches the scatter with the frontier)."""
+    return {m: f"C{i % 10}" for i, m in enumerate(sorted({r["mechanism"] for r in rows}))}

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.report.labels import _by_config, _worst_case, privacy_label
+from bench.report.labels import _by_config, _worst_case, mechanism_colours, privacy_label
 
 
 def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[str, Any]]:
@@ -74,7 +74,17 @@ def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | No
             capsize=3,
             zorder=1,
         )
-        sns.scatterplot(data=df, x="mse", y="utility", hue="mechanism", ax=ax, s=50, zorder=2)
+        colours = mechanism_colours(rows)  # the frontier plot uses the same colours
+        sns.scatterplot(
+            data=df,
+            x="mse",
+            y="utility",
+            hue="mechanism",
+            palette={m: colours[m] for m in df["mechanism"].unique()},
+            ax=ax,
+            s=50,
+            zorder=2,
+        )
         for p in points:
             if p["label"]:
                 ax.annotate(
