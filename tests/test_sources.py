@@ -153,7 +153,7 @@ def test_partial_directory_is_missing(tmp_path: Path) -> None:
 
 
 def test_rotten_tomatoes_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BENCH_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("BENCH_DATA", str(tmp_path))
     with pytest.raises(DataMissingError, match=sources.ROTTEN_TOMATOES_FILE):
         sources.rotten_tomatoes_path()
 

@@ -50,7 +50,7 @@ def test_loaders_refuse_missing_data_in_one_line(tmp_path: Path, monkeypatch) ->
     with pytest.raises(DataMissingError) as info:
         transformer_split.model_dir(str(tmp_path / "distilbert"))
     assert "config.json" in _one_line(info)
-    monkeypatch.setenv("BENCH_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("BENCH_DATA", str(tmp_path))
     with pytest.raises(DataMissingError) as info:
         sources.rotten_tomatoes()
     assert sources.ROTTEN_TOMATOES_FILE in _one_line(info)
