@@ -93,9 +93,19 @@ def utility_metrics(
     out = {"release_rate": summarize(kept.double().numpy())}
     if kept.any():
         out["accuracy"] = summarize(accuracy(scores[kept], y[kept]))
+        out["chance"] = scalar(chance_level(task.utility_metric, y[kept]))
         if task.utility_metric == "auc":
             out["auc"] = scalar(auc(scores[kept], y[kept]))
     return out
+
+
+def chance_level(utility_metric: str, y: torch.Tensor) -> float:
+    """What the best input-independent predictor scores on these labels: the majority
+    class's share for accuracy, 0.5 for AUC (a constant score ranks nothing). A row whose
+    utility is not above it has learnt nothing a reader can use."""
+    if utility_metric == "auc":
+        return 0.5
+    return float(torch.bincount(y.long()).max()) / max(1, len(y))
 
 
 def reconstruction_metrics(
@@ -127,6 +137,10 @@ def recovery_metrics(
     top1 = (hits[..., 0].reshape(len(x), -1).float() * counted).sum(1) / total
     top5 = (hits[..., :5].any(-1).reshape(len(x), -1).float() * counted).sum(1) / total
     return {"top1": summarize(top1.double().numpy()), "top5": summarize(top5.double().numpy())}
+
+
+# Headline attack metrics also scored for the prior guess (`<metric>_prior` on attack rows).
+PRIOR_BASELINE = ("mse", "ssim", "top1")
 
 
 def prior_guess(task: Task, aux: torch.Tensor) -> torch.Tensor:
@@ -189,13 +203,18 @@ def attack_metrics(
         outputs = x_hat
     kept = release.released
     metrics: dict[str, MetricResult] = {}
+    guess = prior_guess(task, aux)
+    if task.modality in DISCRETE:
+        guess = guess.unsqueeze(-1).expand(outputs.shape[1:])
     if kept.any():
         metrics.update(score(x[kept], outputs[kept]))
+        # The no-information baseline on the same samples: the data-independent prior guess
+        # (an attack that does not beat it has learnt nothing from the release).
+        blind = guess.to(outputs.dtype).expand(int(kept.sum()), *outputs.shape[1:])
+        baseline = score(x[kept], blind)
+        metrics.update({f"{k}_prior": baseline[k] for k in PRIOR_BASELINE if k in baseline})
     if may_abstain:
         mask = kept.view(-1, *([1] * (outputs.ndim - 1)))
-        guess = prior_guess(task, aux)
-        if task.modality in DISCRETE:
-            guess = guess.unsqueeze(-1).expand(outputs.shape[1:])
         filled = torch.where(mask, outputs, guess.to(outputs.dtype))
         metrics.update({f"{k}_all": v for k, v in score(x, filled).items()})
     return metrics, x_hat

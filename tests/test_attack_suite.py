@@ -264,6 +264,11 @@ def test_abstentions_are_scored_over_released_and_over_all_samples(task, tmp_pat
     expected = float(((x[1::2] - prior) ** 2).flatten(1).mean(1).sum()) / len(x)
     assert metrics["mse_all"].n == len(x)
     assert metrics["mse_all"].value == pytest.approx(expected, rel=1e-3, abs=1e-7)
+    # The no-information baseline is scored on the same (released) samples as the attack.
+    blind = float(((x[0::2] - prior) ** 2).flatten(1).mean(1).mean())
+    assert metrics["mse_prior"].n == len(x) // 2
+    assert metrics["mse_prior"].value == pytest.approx(blind, rel=1e-3)
+    assert metrics["ssim_prior"].value < metrics["ssim"].value
 
 
 def test_repeated_queries_average_the_noise(task, tmp_path) -> None:

@@ -231,3 +231,15 @@ def test_aggregate_seeds_is_fast() -> None:
     start = time.perf_counter()
     aggregate_seeds(results, n_boot=1000)
     assert time.perf_counter() - start < 1.0
+
+
+def test_chance_level_is_the_majority_share_or_half_an_auc() -> None:
+    from bench.evaluate import chance_level
+
+    y = torch.tensor([0, 1, 1, 2, 1, 0, 1, 1])
+    assert chance_level("accuracy", y) == pytest.approx(5 / 8)
+    assert chance_level("auc", y) == 0.5
+    # A constant predictor of the majority class scores exactly that accuracy.
+    constant = torch.zeros(len(y), 3)
+    constant[:, 1] = 1.0
+    assert accuracy(constant, y).mean() == pytest.approx(chance_level("accuracy", y))

@@ -15,7 +15,7 @@ import numpy as np
 from bench.errors import ConfigError, UnknownNameError
 
 Better = Literal["higher", "lower"]
-Kind = Literal["utility", "privacy", "bound", "cost"]
+Kind = Literal["utility", "privacy", "bound", "cost", "reference"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,29 @@ _OVER_ALL = tuple(
     if s.name in ("mse", "psnr", "ssim", "l1", "l2", "top1", "top5")
 )
 
-METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (*_BUILTIN, *_OVER_ALL)}
+# Baselines a row is read against, not measurements of the mechanism: the utility of the best
+# constant predictor (utility rows) and the attack score of the data-independent prior guess
+# on the attacked samples (attack rows). A row at or below them learnt or leaked nothing.
+_REFERENCE = (
+    MetricSpec(
+        "chance",
+        "higher",
+        "reference",
+        "utility of the best constant predictor on the same labels (majority class; AUC 0.5)",
+    ),
+    *(
+        MetricSpec(
+            f"{s.name}_prior",
+            s.better,
+            "reference",
+            f"{s.description}, of the prior guess (aux mean or modal id) on the same samples",
+        )
+        for s in _BUILTIN
+        if s.name in ("mse", "ssim", "top1")
+    ),
+)
+
+METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (*_BUILTIN, *_OVER_ALL, *_REFERENCE)}
 
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
@@ -81,8 +103,10 @@ def register_metric(spec: MetricSpec) -> MetricSpec:
         raise ConfigError(f"metric {spec.name!r} is already registered with a different spec")
     if spec.better not in ("higher", "lower"):
         raise ConfigError(f"metric {spec.name!r}: better must be 'higher' or 'lower'")
-    if spec.kind not in ("utility", "privacy", "bound", "cost"):
-        raise ConfigError(f"metric {spec.name!r}: kind must be utility/privacy/bound/cost")
+    if spec.kind not in ("utility", "privacy", "bound", "cost", "reference"):
+        raise ConfigError(
+            f"metric {spec.name!r}: kind must be utility/privacy/bound/cost/reference"
+        )
     METRICS[spec.name] = spec
     return spec
 
