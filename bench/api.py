@@ -7,15 +7,18 @@ run_suite("smoke")            # same as `bench run --suite smoke`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from bench import __version__
 from bench.data.locations import cache_dir
+from bench.errors import UnknownNameError
 from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
+from bench.registry import MECHANISMS
 from bench.report.markdown import SentenceExample
 from bench.report.provenance import attach_environment, attach_provenance
 from bench.report.rows import build_rows
@@ -43,11 +46,13 @@ def write_suite_leaderboard(
     return write_leaderboard(
         suite.name,
         suite.version,
-        attach_expected_failures(
-            attach_environment(
-                attach_provenance(build_rows(results), jobs, suite.version),
-                jobs,
-                store.machines(list(dict.fromkeys(j.hash for j in jobs))),
+        attach_papers(
+            attach_expected_failures(
+                attach_environment(
+                    attach_provenance(build_rows(results), jobs, suite.version),
+                    jobs,
+                    store.machines(list(dict.fromkeys(j.hash for j in jobs))),
+                )
             )
         ),
         out_dir,
@@ -57,6 +62,19 @@ def write_suite_leaderboard(
         examples=reconstruction_examples(jobs, store),
         sentences=sentence_examples(jobs, store),
     )
+
+
+def attach_papers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row gains `paper`, the URL of its mechanism's paper (the mechanism class's
+    `paper`), so the page links every entry to its source as RobustBench's does."""
+    for row in rows:
+        try:
+            paper = MECHANISMS.get(row["mechanism"]).paper
+        except UnknownNameError:  # a plug-in that is not installed where the page is written
+            continue
+        if paper:
+            row["paper"] = paper
+    return rows
 
 
 def task_utility_metrics(suite: Suite) -> dict[str, str]:

@@ -197,6 +197,9 @@ class Mechanism(ABC):
     modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
     repeatable_queries: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {}
+    # Where the mechanism (or, for a baseline, the comparison it comes from) is published:
+    # a DOI or arXiv URL the leaderboard links; "" for reference points such as identity.
+    paper: ClassVar[str] = ""
 
     def __init__(self, **params: Any) -> None:
         self.params = resolve_params(f"mechanism {self.name}", self.defaults, params)

@@ -40,6 +40,7 @@ class DPEncoder(FisherSplitMechanism):
     """Clipped split encoder + Gaussian noise for (2, eps)-RDP, matched to a 1/dFIL target."""
 
     name = "dp-encoder"
+    paper = "https://arxiv.org/abs/2305.04146"
     modalities = frozenset({"image"})
     defaults: ClassVar[dict[str, Any]] = {
         **FisherSplitMechanism.defaults,

@@ -38,6 +38,7 @@ class DFIL(FisherSplitMechanism):
     """Split inference calibrated to a target 1/dFIL (`inv_dfil`): the unbiased MSE floor."""
 
     name = "dfil"
+    paper = "https://arxiv.org/abs/2305.04146"
     modalities = frozenset({"image", "vector", "ids", "text"})
     defaults: ClassVar[dict[str, Any]] = {
         **FisherSplitMechanism.defaults,

@@ -129,6 +129,7 @@ class Alibi(LabelOnlyMechanism):
     noise at query time."""
 
     name = "alibi"
+    paper = "https://arxiv.org/abs/2106.03408"
     defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "prior": "uniform", "refine": 0}
 
     def check_params(self) -> None:

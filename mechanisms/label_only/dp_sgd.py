@@ -86,6 +86,7 @@ class DPSGD(LabelOnlyMechanism):
     """Labels of a network trained with DP-SGD at (eps, delta); no noise at query time."""
 
     name = "dp-sgd"
+    paper = "https://doi.org/10.1145/2976749.2978318"
     defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "delta": 1e-5, "max_grad_norm": 1.0}
 
     def check_params(self) -> None:

@@ -112,6 +112,7 @@ class LabelOnly(LeaveOneOutAccess):
     """N's label with no protection: the reference row the accuracy drops are read from."""
 
     name = "label-only"
+    paper = "https://arxiv.org/abs/2502.16519"
     defaults: ClassVar[dict[str, Any]] = {}
 
     def check_params(self) -> None:
@@ -129,6 +130,7 @@ class NaiveNoise(LeaveOneOutAccess):
     """The exponential mechanism on every query (LUCID's Naive-Noise baseline)."""
 
     name = "naive-noise"
+    paper = "https://arxiv.org/abs/2502.16519"
 
 
 @register_mechanism
@@ -137,6 +139,7 @@ class NaiveIDP(LeaveOneOutAccess):
     per query)."""
 
     name = "naive-idp"
+    paper = "https://arxiv.org/abs/2502.16519"
 
     def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         return disagreement(self.arch, self.stacked, x)
@@ -148,6 +151,7 @@ class Lucid(LeaveOneOutAccess):
     of that label, the exponential mechanism (remembered per input) elsewhere."""
 
     name = "lucid"
+    paper = "https://arxiv.org/abs/2502.16519"
     defaults: ClassVar[dict[str, Any]] = {
         "eps": 0.0,
         "variant": "full",

@@ -25,6 +25,7 @@ class LDPImage(InputSpaceMechanism):
     """
 
     name = "ldp-image"
+    paper = "https://papers.nips.cc/paper_files/paper/2023/hash/5433b79562b9fa85bd5da0c95a78c907-Abstract-Conference.html"
     defaults: ClassVar[dict[str, Any]] = {"eps": 1.0}
 
     def check_params(self) -> None:
@@ -61,6 +62,7 @@ class GaussInput(InputSpaceMechanism):
     """
 
     name = "gauss-input"
+    paper = "https://arxiv.org/abs/2411.18746"
     modalities = frozenset({"image", "tabular", "vector", "ids", "text"})
     defaults: ClassVar[dict[str, Any]] = {
         "eps": 1.0,

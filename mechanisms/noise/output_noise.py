@@ -77,6 +77,7 @@ class LapOutput(OutputNoiseMechanism):
     Thm 3.6). L1 is the certified l1 -> l1 constant of f."""
 
     name = "lap-output"
+    paper = "https://arxiv.org/abs/2411.18746"
     norm = "l1"
     defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "r": 0.1, "model": "sll", "finetune": False}
 
@@ -99,6 +100,7 @@ class GaussOutput(OutputNoiseMechanism):
     where that constant is unproven, the analytic Gaussian mechanism (Balle & Wang 2018)."""
 
     name = "gauss-output"
+    paper = "https://arxiv.org/abs/2411.18746"
     norm = "l2"
     defaults: ClassVar[dict[str, Any]] = {
         "eps": 1.0,

@@ -97,6 +97,7 @@ class PosthocPTR(Mechanism):
     """
 
     name = "posthoc-ptr"
+    paper = "https://papers.nips.cc/paper_files/paper/2023/hash/5433b79562b9fa85bd5da0c95a78c907-Abstract-Conference.html"
     modalities = frozenset({"image"})
     may_abstain = True
     defaults: ClassVar[dict[str, Any]] = {
@@ -341,6 +342,7 @@ class LDPEmbedding(Mechanism):
     """
 
     name = "ldp-embedding"
+    paper = "https://papers.nips.cc/paper_files/paper/2023/hash/5433b79562b9fa85bd5da0c95a78c907-Abstract-Conference.html"
     modalities = frozenset({"image"})
     defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "latent": 0, "vae_epochs": 20, "epochs": 10}
 
