@@ -182,3 +182,49 @@ def test_overview_names_the_strongest_attack_and_flags_a_broken_bound() -> None:
     bands = {band["limit"]: band["line"] for band in overview["best"]}
     assert bands[0.2] is None and bands[0.4] is None
     assert bands[0.6]["setting"] == "eps=2"
+
+
+def _with_chance(rows: list[dict[str, Any]], chance: float, prior_ssim: float) -> None:
+    for row in rows:
+        if row["attack"] is None:
+            row["metrics"]["chance"] = _metric(chance, 0.0)
+        else:
+            row["metrics"]["ssim_prior"] = _metric(prior_ssim)
+
+
+def test_a_setting_at_chance_is_flagged_and_never_on_the_frontier_or_best() -> None:
+    from bench.report.overview import task_overview
+
+    rows = [
+        *_setting("a", 1.0, 0.9, 0.8),
+        *_setting("a", 2.0, 0.7, 0.5),
+        *_setting("ldp", 1.0, 0.105, 0.05),  # CI [0.095, 0.115] reaches chance 0.1
+    ]
+    _with_chance(rows, 0.1, 0.03)
+    _, points = frontier_points(rows, "accuracy")
+    flags = {p.mechanism: (p.pareto, p.above_chance) for p in points if p.params["eps"] == 1.0}
+    # Without the chance rule ldp would be on the frontier (the most private setting).
+    assert flags == {"a": (True, True), "ldp": (False, False)}
+    overview = task_overview(rows, "accuracy")
+    at_chance = {line["mechanism"]: line["at_chance"] for line in overview["lines"]}
+    assert at_chance == {"a": False, "ldp": True}
+    assert overview["chance"]["utility"] == "0.1"
+    assert overview["chance"]["attack"]["text"] == "0.03"
+    bands = {band["limit"]: band["line"] for band in overview["best"]}
+    assert bands[0.2] is None  # only ldp reaches SSIM <= 0.2, and it serves nothing
+
+
+def test_suite_page_links_each_mechanism_to_its_paper_and_shows_the_chance_line(
+    tmp_path: Path,
+) -> None:
+    rows = [*_setting("a", 1.0, 0.9, 0.8), *_setting("ldp", 1.0, 0.105, 0.05)]
+    _with_chance(rows, 0.1, 0.03)
+    for row in rows:
+        row["guarantee"] = {"notion": "ip", "eps": 1.0}
+        if row["mechanism"] == "a":
+            row["paper"] = "https://arxiv.org/abs/2411.18746"
+    write_leaderboard("s", "1", rows, tmp_path, code_version="0.1.0+ab", generated_at=STAMP)
+    page = (tmp_path / "index.html").read_text()
+    assert '<a href="https://arxiv.org/abs/2411.18746"' in page
+    assert 'class="chance-row"' in page and ">at chance</span>" in page
+    assert page.count(">at chance</span>") == 1

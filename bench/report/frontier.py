@@ -4,6 +4,8 @@ both with their CIs, and the Pareto-optimal settings marked.
 
 A setting is on the frontier when no other setting has at least its utility and at most its
 attack score with one of the two strictly better: the settings a user should choose among.
+Settings at chance (utility CI reaching the best constant predictor) are drawn but never on
+the frontier: a useless setting is trivially private.
 Point values decide dominance; the CIs are drawn so a reader sees which gaps are noise.
 """
 
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE, privacy_label
+from bench.report.labels import WORST_CASE, at_chance, privacy_label, task_chance
 
 # Attack metrics the frontier can use, preferred first; "_all" variants score ⊥ answers
 # with the attacker's prior guess, so abstaining mechanisms are compared on every sample.
@@ -33,6 +35,7 @@ class FrontierPoint:
     attack_ci: tuple[float, float]
     attack_source: str
     pareto: bool = False
+    above_chance: bool = True
 
     @property
     def label(self) -> str:
@@ -83,13 +86,33 @@ def frontier_points(
                 attack=a["value"],
                 attack_ci=(a["ci"][0], a["ci"][1]),
                 attack_source=worst.get("sources", {}).get(score, ""),
+                above_chance=not at_chance(base, utility),
             )
         )
+    eligible = [p for p in points if p.above_chance]
     marked = [
-        FrontierPoint(**{**vars(p), "pareto": not any(_dominates(q, p) for q in points)})
+        FrontierPoint(
+            **{
+                **vars(p),
+                "pareto": p.above_chance and not any(_dominates(q, p) for q in eligible),
+            }
+        )
         for p in points
     ]
     return score, sorted(marked, key=lambda p: (p.attack, -p.utility, p.label))
+
+
+def chance_levels(
+    rows: list[dict[str, Any]], score: str | None
+) -> tuple[float | None, float | None]:
+    """(the task's chance utility, the prior guess's `score`): the two reference lines."""
+    priors = [
+        float(r["metrics"][f"{score}_prior"]["value"])
+        for r in rows
+        if score and r["attack"] == WORST_CASE and f"{score}_prior" in r["metrics"]
+    ]
+    prior = max(set(priors), key=priors.count) if priors else None
+    return task_chance(rows), prior
 
 
 def frontier_png(
@@ -98,9 +121,11 @@ def frontier_png(
     utility: str,
     score: str,
     colours: dict[str, str] | None = None,
+    chance: tuple[float | None, float | None] = (None, None),
 ) -> bytes:
     """Utility against the strongest attack's score with both CIs; the Pareto frontier
-    drawn as a step line through its settings. `colours`: mechanism -> colour."""
+    drawn as a step line through its settings; `chance` (constant predictor's utility, prior
+    guess's score) as dotted reference lines. `colours`: mechanism -> colour."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -125,7 +150,7 @@ def frontier_png(
             xerr=[[p.attack - p.attack_ci[0]], [p.attack_ci[1] - p.attack]],
             yerr=[[p.utility - p.utility_ci[0]], [p.utility_ci[1] - p.utility]],
             fmt="o" if p.pareto else "x",
-            color=colours[p.mechanism],
+            color=colours[p.mechanism] if p.above_chance else "0.6",
             ecolor="0.6",
             elinewidth=1,
             capsize=2,
@@ -142,8 +167,17 @@ def frontier_png(
             linestyle="--",
             label="Pareto frontier",
         )
+    chance_utility, prior_score = chance
+    if chance_utility is not None:
+        ax.axhline(chance_utility, color="0.5", linestyle=":", linewidth=1, label="chance")
+    if prior_score is not None:
+        ax.axvline(
+            prior_score, color="0.7", linestyle="-.", linewidth=1, label="attack: prior guess"
+        )
     for m in mechanisms:
         ax.plot([], [], "o", color=colours[m], label=m)
+    if any(not p.above_chance for p in points):
+        ax.plot([], [], "x", color="0.6", label="at chance (not on frontier)")
     if points:
         ax.legend(fontsize=7, loc="best")
     else:

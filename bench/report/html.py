@@ -14,7 +14,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
 from bench.metrics import METRICS
-from bench.report.frontier import frontier_png, frontier_points
+from bench.report.frontier import chance_levels, frontier_png, frontier_points
 from bench.report.labels import (
     WORST_CASE,
     _params_text,
@@ -108,7 +108,7 @@ def _row_view(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> dict[s
 def _plot_caption(task: str, name: str) -> str:
     suffix = name[len(_safe_name(task)) :].removesuffix(".png").lstrip("_")
     captions = {
-        "": "utility against the worst-case attack MSE",
+        "": "secondary view: utility against the worst-case attack MSE (log scale)",
         "frontier": "privacy-utility frontier",
         "reconstructions": "what each attack recovers at each privacy level (seed 0)",
     }
@@ -123,6 +123,10 @@ def _task_plots(out_dir: Path, task: str) -> list[dict[str, str]]:
         for p in (out_dir / "plots").glob(f"{stem}*.png")
         if p.stem == stem or p.stem.startswith(f"{stem}_")
     )
+    # The frontier (one privacy axis: SSIM / top-1) first, the MSE scatter, a secondary view,
+    # last.
+    suffix_order = {"frontier": 0, "reconstructions": 1, "": 3}
+    files.sort(key=lambda n: suffix_order.get(n[len(stem) :].removesuffix(".png").lstrip("_"), 2))
     return [{"path": f"plots/{name}", "caption": _plot_caption(task, name)} for name in files]
 
 
@@ -138,7 +142,14 @@ def write_frontier_plots(
         if not points or utility is None or score is None:
             continue
         path = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
-        png = frontier_png(task, points, utility, score, mechanism_colours(task_rows))
+        png = frontier_png(
+            task,
+            points,
+            utility,
+            score,
+            mechanism_colours(task_rows),
+            chance_levels(task_rows, score),
+        )
         atomic_write(path, png)
         frontiers[task] = {"utility": utility, "score": score, "points": points}
     return frontiers

@@ -159,3 +159,27 @@ def mechanism_colours(rows: list[dict[str, Any]]) -> dict[str, str]:
     """One matplotlib colour per mechanism of a task's rows, the same in every plot of the
     task (so a reader matches the scatter with the frontier)."""
     return {m: f"C{i % 10}" for i, m in enumerate(sorted({r["mechanism"] for r in rows}))}
+
+
+def chance_of(row: dict[str, Any] | None) -> float | None:
+    """The utility of the best constant predictor on the labels this utility row was scored
+    on (the `chance` metric), or None for rows stored before it was recorded."""
+    entry = (row or {}).get("metrics", {}).get("chance")
+    return None if entry is None else float(entry["value"])
+
+
+def at_chance(row: dict[str, Any] | None, utility: str | None) -> bool:
+    """Whether a utility row is at or below chance: its utility's 95% CI reaches the best
+    constant predictor's score, so the setting serves nothing a constant could not."""
+    chance = chance_of(row)
+    entry = (row or {}).get("metrics", {}).get(utility or "")
+    return chance is not None and entry is not None and float(entry["ci"][0]) <= chance
+
+
+def task_chance(rows: list[dict[str, Any]]) -> float | None:
+    """A task's chance level: the most common `chance` over its utility rows (rows of
+    mechanisms that abstain are scored on fewer labels and may differ)."""
+    values = [c for r in rows if r["attack"] is None and (c := chance_of(r)) is not None]
+    if not values:
+        return None
+    return max(set(values), key=lambda v: (values.count(v), v))

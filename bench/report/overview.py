@@ -11,8 +11,10 @@ from bench.report.frontier import attack_score_of
 from bench.report.labels import (
     WORST_CASE,
     _params_text,
+    at_chance,
     describe_guarantee,
     row_sort_key,
+    task_chance,
     utility_metric_of,
 )
 
@@ -81,12 +83,15 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "attack_by": (worst.get("sources") or {}).get(score, "") if worst else "",
                 "audit": _cell(metrics.get("eps_audit_lb")),
                 "validity": _cell(_weakest_validity(entry["rows"].values())),
+                "paper": any_row.get("paper") or "",
+                "at_chance": at_chance(util_row, utility),
                 "unreliable": any(r.get("unreliable") for r in entry["rows"].values()),
                 "bound_broken": (_weakest_validity(entry["rows"].values()) or {}).get("value", 1.0)
                 < 1.0,
             }
         )
     return {
+        "chance": _chance_line(rows, score),
         "best": best_at_fixed_privacy(lines, score),
         "utility": utility or "utility",
         "score": score,
@@ -99,13 +104,33 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
     }
 
 
+def _chance_line(rows: list[dict[str, Any]], score: str) -> dict[str, Any] | None:
+    """The row a reader measures every setting against: the best constant predictor's
+    utility and the attack score of the data-independent prior guess (aux mean, modal id)."""
+    utility = task_chance(rows)
+    priors = [
+        r["metrics"][f"{score}_prior"]
+        for r in rows
+        if r["attack"] == WORST_CASE and f"{score}_prior" in r["metrics"]
+    ]
+    if utility is None and not priors:
+        return None
+    values = [float(m["value"]) for m in priors]
+    prior = max(priors, key=lambda m: values.count(float(m["value"]))) if priors else None
+    return {
+        "utility": None if utility is None else f"{utility:.3g}",
+        "attack": _cell(prior),
+    }
+
+
 PRIVACY_BANDS = (0.2, 0.4, 0.6)  # the strongest attack's SSIM / top-1 at most this
 
 
 def best_at_fixed_privacy(lines: list[dict[str, Any]], score: str) -> list[dict[str, Any]]:
     """For each band "strongest attack's score <= t", the most useful setting inside it
-    (by utility; None when no setting reaches the band). Only for bounded similarity scores
-    (SSIM, top-1), where one threshold means the same on every task; none for MSE."""
+    (by utility, among settings above chance; None when no setting reaches the band). Only
+    for bounded similarity scores (SSIM, top-1), where one threshold means the same on every
+    task; none for MSE."""
     if score == "mse":
         return []
     bands = []
@@ -115,6 +140,7 @@ def best_at_fixed_privacy(lines: list[dict[str, Any]], score: str) -> list[dict[
             for line in lines
             if line["attack"] is not None
             and line["utility"] is not None
+            and not line["at_chance"]  # a setting at chance serves nothing
             and float(line["attack"]["value"]) <= limit
         ]
         best = max(inside, key=lambda line: float(line["utility"]["value"]), default=None)

@@ -7,7 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from bench.report.labels import _by_config, _worst_case, mechanism_colours, privacy_label
+from bench.report.labels import (
+    _by_config,
+    _worst_case,
+    mechanism_colours,
+    privacy_label,
+    task_chance,
+)
 
 
 def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[str, Any]]:
@@ -58,6 +64,19 @@ def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | No
             xycoords=("axes fraction", "data"),
             textcoords="offset points",
             xytext=(0, 3),
+            fontsize=7,
+            color="0.3",
+        )
+    chance = task_chance(rows)
+    if chance is not None:
+        ax.axhline(chance, color="0.5", linestyle=":", linewidth=1)
+        ax.annotate(
+            "chance (constant predictor)",
+            (0.99, chance),
+            xycoords=("axes fraction", "data"),
+            textcoords="offset points",
+            xytext=(0, 3),
+            ha="right",
             fontsize=7,
             color="0.3",
         )
