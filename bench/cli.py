@@ -246,6 +246,43 @@ def _refresh_site_index(board_dir: Path) -> Path | None:
     return write_site_index(board_dir.parent, _suite_descriptions())
 
 
+@app.command()
+def profile(
+    suite: Annotated[
+        str | None,
+        typer.Option(help="Only this suite's jobs at the current code (default: all stored)."),
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    jobs: Annotated[
+        int, typer.Option("--jobs", min=1, help="Workers for the wall-time estimate.")
+    ] = 2,
+) -> None:
+    """Where the stored jobs' time went: per stage, task, kind of job, and the slowest jobs."""
+    from bench.report.profile import profile_lines
+    from bench.store import ResultStore
+
+    if not store.exists():
+        raise BenchError(f"no result store at {store}; run `bench run --suite NAME` first")
+    hashes = None
+    if suite is not None:
+        from bench.api import expand_suite
+
+        _, suite_jobs = expand_suite(suite)
+        hashes = list(dict.fromkeys(j.hash for j in suite_jobs))
+    db = ResultStore(store)
+    try:
+        timings = db.timings(hashes)
+    finally:
+        db.close()
+    if hashes is not None and not timings:
+        raise BenchError(
+            f"none of suite {suite}'s jobs at this code version are in {store}; "
+            "drop --suite to profile everything stored there"
+        )
+    for line in profile_lines(timings, workers=jobs):
+        typer.echo(line)
+
+
 def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:
     """`bench run --dry-run`: counts per (task, mechanism, attack) of what would run, and an
     estimate from the store's own timings of the same kinds of job."""

@@ -232,6 +232,32 @@ class ResultStore:
         )
         return {(task, mech, attack): float(mean) for task, mech, attack, mean in rows}
 
+    def timings(self, hashes: list[str] | None = None) -> list[dict[str, Any]]:
+        """Per stored job (all, or those of `hashes`): its kind, seed, wall time and the stage
+        timings it recorded (fit_s on utility jobs, attack_s on attack jobs): what
+        `bench profile` breaks a suite's time down by."""
+        query = (
+            "SELECT j.job_hash, j.task, j.mechanism, j.params, j.attack, j.seed, j.duration_s, "
+            "(SELECT value FROM results r WHERE r.job_hash = j.job_hash AND r.metric = 'fit_s'), "
+            "(SELECT value FROM results r WHERE r.job_hash = j.job_hash AND r.metric = 'attack_s') "
+            "FROM jobs j"
+        )
+        if hashes is None:
+            found = self._conn.execute(query).fetchall()
+        else:
+            found = []
+            for i in range(0, len(hashes), 500):
+                chunk = hashes[i : i + 500]
+                marks = ",".join("?" * len(chunk))
+                found += self._conn.execute(
+                    f"{query} WHERE j.job_hash IN ({marks})", chunk
+                ).fetchall()
+        keys = ("hash", "task", "mechanism", "params", "attack", "seed", "duration_s")
+        return [
+            {**dict(zip(keys, row[:7], strict=True)), "fit_s": row[7], "attack_s": row[8]}
+            for row in found
+        ]
+
     def examples(self, hashes: list[str]) -> dict[str, dict[str, np.ndarray]]:
         """Stored originals and reconstructions per job hash (image attack jobs only)."""
         out = {}
