@@ -228,3 +228,9 @@ def test_suite_page_links_each_mechanism_to_its_paper_and_shows_the_chance_line(
     assert '<a href="https://arxiv.org/abs/2411.18746"' in page
     assert 'class="chance-row"' in page and ">at chance</span>" in page
     assert page.count(">at chance</span>") == 1
+    doc = json.loads((tmp_path / "leaderboard.json").read_text())
+    flagged = [(r["mechanism"], r["attack"]) for r in doc["rows"] if r.get("at_chance")]
+    assert flagged == [("ldp", None)]
+    markdown = (tmp_path / "leaderboard.md").read_text()
+    assert "(chance: 0.1, the best constant predictor)" in markdown
+    assert markdown.count("(at chance)") == 1

@@ -183,3 +183,11 @@ def task_chance(rows: list[dict[str, Any]]) -> float | None:
     if not values:
         return None
     return max(set(values), key=lambda v: (values.count(v), v))
+
+
+def flag_at_chance(rows: list[dict[str, Any]], utility: str | None) -> None:
+    """Mark each utility row at or below chance with `at_chance: true` (see `at_chance`), so
+    the JSON, Markdown and HTML all say it."""
+    for row in rows:
+        if row["attack"] is None and at_chance(row, utility):
+            row["at_chance"] = True

@@ -17,6 +17,7 @@ from bench.report.labels import (
     _worst_case,
     attack_labels,
     describe_guarantee,
+    task_chance,
     utility_metric_of,
 )
 
@@ -80,7 +81,9 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
             describe_guarantee(config_rows[0]["guarantee"]),
             str(max(r["seeds"] for r in config_rows)),
         ]
-        cells += [_cell(base_metrics.get(utility))] if utility else []
+        if utility:
+            chance = " (at chance)" if base and base.get("at_chance") else ""
+            cells += [_cell(base_metrics.get(utility)) + chance]
         cells += [_cell(_first_metric(config_rows, n)) for n in extra]
         cells += [_cell(_worst_case(config_rows, m)) for m in worst_metrics]
         for a in attacks:
@@ -122,11 +125,14 @@ def leaderboard_markdown(
     ]
     for task, task_rows in _rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
+        chance = task_chance(task_rows)
         lines += [
             "",
             f"## {task}",
             "",
-            f"Utility metric: {utility or 'none'}; {_seed_text(task_rows)}.",
+            f"Utility metric: {utility or 'none'}"
+            + (f" (chance: {chance:.4g}, the best constant predictor)" if chance else "")
+            + f"; {_seed_text(task_rows)}.",
             "",
         ]
         lines += _task_table(task_rows, utility)

@@ -13,7 +13,13 @@ from bench.fsutil import atomic_write
 from bench.report.dfil_plots import write_dfil_plots
 from bench.report.formats import _atomic_write_text, leaderboard_csv, leaderboard_json
 from bench.report.html import write_index_html
-from bench.report.labels import _rows_by_task, _safe_name, row_sort_key, utility_metric_of
+from bench.report.labels import (
+    _rows_by_task,
+    _safe_name,
+    flag_at_chance,
+    row_sort_key,
+    utility_metric_of,
+)
 from bench.report.markdown import SentenceExample, leaderboard_markdown
 from bench.report.plots import privacy_utility_png, reconstruction_grid_png
 
@@ -43,6 +49,8 @@ def write_leaderboard(
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     stamp = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
     rows = sorted(rows, key=row_sort_key)
+    for task, task_rows in _rows_by_task(rows).items():
+        flag_at_chance(task_rows, (utility_metrics or {}).get(task) or utility_metric_of(task_rows))
     written = [
         _atomic_write_text(
             out_dir / "leaderboard.json",
