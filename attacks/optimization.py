@@ -5,6 +5,11 @@ All three minimise, per sample and batched, data_loss(x) + prior_loss(x) with Ad
 the step size whenever the loss plateaus (less than `rel_tol` relative improvement over
 `patience` steps) and stop after `decays` halvings or `max_steps`, keeping each sample's
 best iterate.
+
+Where the minimiser has a closed form it is used instead (`solver = "auto"`; "iterative"
+forces the descent): the encoder is the identity, so `optimization` is least squares with
+the release itself as its exact solution, and `map` with Gaussian noise and a Gaussian
+prior is the posterior mode, a linear solve (a Wiener filter). Exact, and no 300 steps.
 """
 
 from __future__ import annotations
@@ -30,7 +35,12 @@ class EncoderInversion(Attack):
         "decays": 6,
         "init_std": 0.1,
         "batch_size": 256,
+        "solver": "auto",
     }
+
+    def check_params(self) -> None:
+        if self.params["solver"] not in ("auto", "iterative"):
+            raise ConfigError(f"attack {self.name}: solver must be 'auto' or 'iterative'")
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
         encoder = mechanism.encoder()
@@ -69,9 +79,25 @@ class EncoderInversion(Attack):
         return torch.zeros(len(x))
 
     def reconstruct(self, release: Release) -> torch.Tensor:
+        exact = self.closed_form(release.values) if self.params["solver"] == "auto" else None
+        if exact is not None:
+            return exact
         bs = int(self.params["batch_size"])
         parts = [self.invert(release.values[i : i + bs]) for i in range(0, len(release), bs)]
         return torch.cat(parts)
+
+    def identity_encoder(self) -> bool:
+        """Whether the encoder is the identity (input-space mechanisms on continuous data),
+        the case the closed forms cover."""
+        return isinstance(self.encoder, nn.Identity)
+
+    def closed_form(self, observed: torch.Tensor) -> torch.Tensor | None:
+        """The exact minimiser of the attack's loss for a batch, or None when it has none
+        (then `invert` descends). No prior: least squares through the identity encoder is
+        minimised exactly by the release itself."""
+        if type(self).prior_loss is not EncoderInversion.prior_loss or not self.identity_encoder():
+            return None
+        return observed.detach().clone().float()
 
     def invert(self, observed: torch.Tensor) -> torch.Tensor:
         """Minimise data_loss + prior_loss for one batch, keeping each sample's best x.
@@ -162,6 +188,7 @@ class MAPAttack(EncoderInversion):
     }
 
     def check_params(self) -> None:
+        super().check_params()
         if self.params["covariance"] not in ("diag", "full"):
             raise ConfigError("attack map: covariance must be 'diag' or 'full'")
 
@@ -180,11 +207,38 @@ class MAPAttack(EncoderInversion):
             var = (cov if cov.ndim == 1 else torch.diagonal(cov)).double().clamp_min(floor)
             self.prior_scale_tril = None
             self.prior_inv_std = var.rsqrt().float()
+            self.prior_cov = var  # the diagonal, in float64 for the closed form
             return
         alpha = float(self.params["shrinkage"])
         diag = torch.diag(torch.diagonal(cov))
         shrunk = (1 - alpha) * cov + alpha * diag + floor * torch.eye(len(cov), dtype=cov.dtype)
-        self.prior_scale_tril = torch.linalg.cholesky(shrunk.double()).float()
+        self.prior_cov = shrunk.double()
+        self.prior_scale_tril = torch.linalg.cholesky(self.prior_cov).float()
+
+    def closed_form(self, observed: torch.Tensor) -> torch.Tensor | None:
+        """The posterior mode for Gaussian noise N(0, s^2 I) through the identity encoder
+        and the prior N(mu, S): x = mu + S (S + s^2 I)^-1 (o - mu), the minimiser of the
+        quadratic data_loss + prior_loss (its gradient vanishes there). Laplace noise
+        makes the loss non-quadratic: None, and the descent runs."""
+        noise = self.noise
+        if not self.identity_encoder() or (noise is not None and noise.kind != "gaussian"):
+            return None
+        if noise is None:  # the narrow likelihood data_loss uses for a noiseless release
+            lo, hi = self.data_range
+            noise = NoiseModel("gaussian", 1e-3 * (hi - lo))
+        s2 = float(noise.scale) ** 2
+        mu = self.prior_mean.double()
+        centred = observed.detach().flatten(1).double() - mu
+        if self.prior_cov.ndim == 1:
+            gain = self.prior_cov / (self.prior_cov + s2)
+            x = mu + centred * gain
+        else:
+            eye = torch.eye(len(mu), dtype=torch.float64)
+            # S (S + s^2 I)^-1 (o - mu), with (S + s^2 I) symmetric positive definite.
+            factor = torch.linalg.cholesky(self.prior_cov + s2 * eye)
+            solved = torch.cholesky_solve(centred.T, factor)
+            x = mu + (self.prior_cov @ solved).T
+        return x.float().view(observed.shape)
 
     def initial(self, n: int) -> torch.Tensor:
         """Start at the prior mean: the MAP with an uninformative release."""

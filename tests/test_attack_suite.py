@@ -152,7 +152,59 @@ def test_map_equals_the_closed_form_posterior_mode(tmp_path) -> None:
     attack = MAPAttack()
     attack.fit(mech, task, task.splits().aux, _ctx(tmp_path))
     expected = (tau2 * release.values + s2 * 0.3) / (tau2 + s2)
-    assert torch.allclose(attack.reconstruct(release), expected, atol=2e-3)
+    assert torch.allclose(attack.reconstruct(release), expected, atol=1e-5)  # closed form
+    descent = MAPAttack(solver="iterative")
+    descent.fit(mech, task, task.splits().aux, _ctx(tmp_path))
+    assert torch.allclose(descent.reconstruct(release), expected, atol=2e-3)
+
+
+def _loss(attack, x: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
+    return attack.data_loss(x, observed) + attack.prior_loss(x)
+
+
+def test_closed_forms_equal_the_iterative_minimum_on_a_linear_encoder(task, tmp_path) -> None:
+    # Identity encoder, Gaussian noise: least squares and the Gaussian-prior MAP have
+    # closed forms; each must be the minimum the descent converges to.
+    mech = _calibrated(GaussInput(eps=4.0, r=0.5), task)
+    x = task.splits().test.x
+    release = mech.release(x, torch.Generator().manual_seed(7))
+    fitted = {}
+    for cls in (OptimizationAttack, MAPAttack):
+        for solver in ("auto", "iterative"):
+            attack = cls(solver=solver, max_steps=3000, rel_tol=0.0, decays=30)
+            attack.fit(mech, task, task.splits().aux, _ctx(tmp_path))
+            fitted[cls.name, solver] = (attack, attack.reconstruct(release))
+    exact = fitted["optimization", "auto"][1]
+    assert torch.equal(exact, release.values)  # the release is the least-squares solution
+    assert torch.allclose(fitted["optimization", "iterative"][1], exact, atol=1e-5)
+    attack, mode = fitted["map", "auto"]
+    _, descended = fitted["map", "iterative"]
+    # The descent stops where float32 no longer resolves the loss (the prior's flat
+    # directions); the closed form is at least as low and equal to 1e-5 relative.
+    at_mode, at_descent = (float(_loss(attack, z, release.values).sum()) for z in (mode, descended))
+    assert at_mode <= at_descent * (1 + 1e-7)
+    assert at_mode == pytest.approx(at_descent, rel=1e-5)
+    # And the gradient of the loss vanishes at the mode (in float64: it is the minimum).
+    attack.prior_scale_tril = attack.prior_scale_tril.double()
+    attack.prior_mean = attack.prior_mean.double()
+    z = mode.double().requires_grad_(True)
+    _loss(attack, z, release.values.double()).sum().backward()
+    start = attack.prior_mean.view(1, *mode.shape[1:]).expand_as(mode).double()
+    start = start.clone().requires_grad_(True)
+    _loss(attack, start, release.values.double()).sum().backward()
+    assert float(z.grad.norm()) < 1e-4 * float(start.grad.norm())
+
+
+def test_laplace_noise_has_no_closed_form_and_descends(task, tmp_path) -> None:
+    from mechanisms.noise.input_noise import LDPImage
+
+    mech = _calibrated(LDPImage(eps=1000.0), task)
+    attack = MAPAttack()
+    attack.fit(mech, task, task.splits().aux, _ctx(tmp_path))
+    assert attack.closed_form(torch.zeros(2, 1, 28, 28)) is None
+    assert TVAttack().params["solver"] == "auto"
+    with pytest.raises(ConfigError, match="solver"):
+        MAPAttack(solver="newton")
 
 
 def test_map_and_tv_beat_the_unbiased_attack_on_noisy_images(task, tmp_path) -> None:
