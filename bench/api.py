@@ -22,7 +22,7 @@ from bench.registry import MECHANISMS
 from bench.report.markdown import SentenceExample
 from bench.report.provenance import attach_environment, attach_provenance
 from bench.report.rows import build_rows
-from bench.report.write import write_leaderboard
+from bench.report.write import leaderboard_is_current, write_leaderboard
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
 from bench.suite import Suite, load_suite, make_task
@@ -36,29 +36,43 @@ def expand_suite(name_or_path: str, seeds: int | None = None) -> tuple[Suite, li
 
 
 def write_suite_leaderboard(
-    suite: Suite, jobs: list[Job], store: ResultStore, out_dir: Path
+    suite: Suite, jobs: list[Job], store: ResultStore, out_dir: Path, *, only_if_stale: bool = False
 ) -> list[Path]:
     """Leaderboard files of a fully stored suite. `generated_at` is the time of the newest
-    result, so regenerating from the same results gives byte-identical files."""
+    result, so regenerating from the same results gives byte-identical files. With
+    `only_if_stale`, a directory that already holds exactly these files is left alone (and
+    [out_dir/leaderboard.json] returned)."""
     results = store.load(list(dict.fromkeys(j.hash for j in jobs)))
     code_version = f"{__version__}+{digest(sorted({j.code_hash for j in jobs}), length=10)}"
     generated_at = max(r["created_at"] for r in results)
-    return write_leaderboard(
+    rows = attach_papers(
+        attach_expected_failures(
+            attach_environment(
+                attach_provenance(build_rows(results), jobs, suite.version),
+                jobs,
+                store.machines(list(dict.fromkeys(j.hash for j in jobs))),
+            )
+        )
+    )
+    utility_metrics = task_utility_metrics(suite)
+    if only_if_stale and leaderboard_is_current(
         suite.name,
         suite.version,
-        attach_papers(
-            attach_expected_failures(
-                attach_environment(
-                    attach_provenance(build_rows(results), jobs, suite.version),
-                    jobs,
-                    store.machines(list(dict.fromkeys(j.hash for j in jobs))),
-                )
-            )
-        ),
+        rows,
         out_dir,
         code_version=code_version,
         generated_at=generated_at,
-        utility_metrics=task_utility_metrics(suite),
+        utility_metrics=utility_metrics,
+    ):
+        return [Path(out_dir) / "leaderboard.json"]
+    return write_leaderboard(
+        suite.name,
+        suite.version,
+        rows,
+        out_dir,
+        code_version=code_version,
+        generated_at=generated_at,
+        utility_metrics=utility_metrics,
         examples=reconstruction_examples(jobs, store),
         sentences=sentence_examples(jobs, store),
     )

@@ -161,7 +161,10 @@ def run(
             )
             return
         board_dir = out or Path("leaderboards") / loaded.name
-        paths = write_suite_leaderboard(loaded, all_jobs, db, board_dir)
+        # Nothing new ran: a leaderboard that already shows these results is left as it is.
+        paths = write_suite_leaderboard(
+            loaded, all_jobs, db, board_dir, only_if_stale=summary.executed == 0
+        )
         _print_summary(paths[0], loaded)
         _refresh_site_index(board_dir)
     except KeyboardInterrupt:

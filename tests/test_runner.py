@@ -63,9 +63,18 @@ def test_rerun_executes_nothing_and_reproduces_the_leaderboard(tmp_path, tiny_su
     assert "estimate: ~" in estimate.stdout  # from the stored timings of the same kinds
     board = {p.name: p.read_bytes() for p in (tmp_path / "lb").glob("leaderboard.*")}
     assert set(board) == {"leaderboard.json", "leaderboard.md", "leaderboard.csv"}
+    written = {p: p.stat().st_mtime_ns for p in (tmp_path / "lb").rglob("*") if p.is_file()}
     second = _run(tiny_suite, tmp_path)
     assert "0 jobs run, 12 already stored" in second.stdout
     assert board == {p.name: p.read_bytes() for p in (tmp_path / "lb").glob("leaderboard.*")}
+    # Nothing new: the leaderboard on disk already shows these results, so no file is
+    # rewritten (no plots redrawn) ...
+    assert written == {p: p.stat().st_mtime_ns for p in written}
+    # ... unless the page was rendered by other report code: then it is written again.
+    page = tmp_path / "lb" / "index.html"
+    page.write_text(page.read_text().replace('name="bench-report" content="', 'content="x'))
+    _run(tiny_suite, tmp_path)
+    assert 'name="bench-report"' in page.read_text()
     data = json.loads(board["leaderboard.json"])
     assert {r["mechanism"] for r in data["rows"]} == {"identity", "gauss-input"}
     assert all(r["seeds"] == 2 for r in data["rows"])

@@ -6,13 +6,14 @@ leaderboard.json, so the page never shows a number the JSON does not hold.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from bench.fsutil import atomic_write
-from bench.hashing import canonical_json
+from bench.hashing import canonical_json, files_digest
 from bench.metrics import METRICS
 from bench.report.frontier import chance_levels, frontier_png, frontier_points
 from bench.report.labels import (
@@ -31,6 +32,19 @@ TEXT_COLUMNS = ("task", "mechanism", "params", "guarantee", "attack", "seeds")
 # Column order by metric kind: what the mechanism serves, what attacks get, what is proven,
 # what it costs; unknown (plug-in) metrics last.
 _KIND_ORDER = {"utility": 0, "privacy": 1, "bound": 2, "cost": 3}
+
+
+@cache
+def report_digest() -> str:
+    """A digest of the report package's code and templates: a page records it, so a rerun
+    can tell whether the page on disk was rendered by this code."""
+    package = Path(__file__).parent
+    return files_digest([*package.rglob("*.py"), *package.rglob("*.j2"), *package.rglob("*.json")])
+
+
+def report_stamp() -> str:
+    """The meta tag a suite page carries with `report_digest`."""
+    return f'<meta name="bench-report" content="{report_digest()}">'
 
 
 def template_environment() -> Environment:
@@ -171,6 +185,7 @@ def render_index_html(
         template_environment()
         .get_template("leaderboard.html.j2")
         .render(
+            report_stamp=report_stamp(),
             suite=doc["suite"],
             suite_version=doc["suite_version"],
             code_version=doc["code_version"],

@@ -12,7 +12,7 @@ import numpy as np
 from bench.fsutil import atomic_write
 from bench.report.dfil_plots import write_dfil_plots
 from bench.report.formats import _atomic_write_text, leaderboard_csv, leaderboard_json
-from bench.report.html import write_index_html
+from bench.report.html import report_stamp, write_index_html
 from bench.report.labels import (
     _rows_by_task,
     _safe_name,
@@ -48,9 +48,7 @@ def write_leaderboard(
     out_dir = Path(out_dir)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     stamp = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
-    rows = sorted(rows, key=row_sort_key)
-    for task, task_rows in _rows_by_task(rows).items():
-        flag_at_chance(task_rows, (utility_metrics or {}).get(task) or utility_metric_of(task_rows))
+    rows = _prepared(rows, utility_metrics)
     written = [
         _atomic_write_text(
             out_dir / "leaderboard.json",
@@ -79,3 +77,35 @@ def write_leaderboard(
     doc = json.loads(leaderboard_json(suite, suite_version, rows, code_version, stamp))
     written += write_index_html(out_dir, doc, utility_metrics)
     return written
+
+
+def _prepared(
+    rows: list[dict[str, Any]], utility_metrics: dict[str, str] | None
+) -> list[dict[str, Any]]:
+    """Rows in leaderboard order with the at-chance flags set: what every file shows."""
+    rows = sorted(rows, key=row_sort_key)
+    for task, task_rows in _rows_by_task(rows).items():
+        flag_at_chance(task_rows, (utility_metrics or {}).get(task) or utility_metric_of(task_rows))
+    return rows
+
+
+def leaderboard_is_current(
+    suite: str,
+    suite_version: str,
+    rows: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    code_version: str,
+    generated_at: str,
+    utility_metrics: dict[str, str] | None = None,
+) -> bool:
+    """Whether `out_dir` already holds exactly what `write_leaderboard` would write: the same
+    leaderboard.json text and a page rendered by this report code. A rerun with nothing new
+    then skips the plots (seconds of matplotlib) and rewrites nothing."""
+    json_path, page = Path(out_dir) / "leaderboard.json", Path(out_dir) / "index.html"
+    if not (json_path.is_file() and page.is_file()):
+        return False
+    text = leaderboard_json(
+        suite, suite_version, _prepared(rows, utility_metrics), code_version, generated_at
+    )
+    return json_path.read_text() == text and report_stamp() in page.read_text()
