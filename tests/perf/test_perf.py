@@ -53,8 +53,55 @@ def test_optimization_attack_throughput(benchmark, batch_size, tmp_path) -> None
 
     mech = Identity()
     mech._noise = None
-    attack = OptimizationAttack(max_steps=100, batch_size=batch_size)
+    attack = OptimizationAttack(max_steps=100, batch_size=batch_size, solver="iterative")
     attack.fit(mech, TASK, TASK.splits().aux, FitContext(0, ArtifactCache(tmp_path)))
     release = mech.release(X[:32], torch.Generator().manual_seed(0))
     out = benchmark.pedantic(attack.reconstruct, args=(release,), rounds=3, iterations=1)
     assert out.shape == X[:32].shape
+
+
+@pytest.mark.benchmark(group="map-attack-gauss-input-64-images")
+@pytest.mark.parametrize("solver", ["auto", "iterative"], ids=["closed-form", "descent"])
+def test_map_attack_closed_form_against_descent(benchmark, solver, tmp_path) -> None:
+    """The Gaussian-prior MAP through an identity encoder: one Cholesky solve against the
+    default 500-step descent, on the same 64 noisy images (the answers agree; see
+    tests/test_attack_suite.py)."""
+    from attacks.optimization import MAPAttack
+    from bench.cache import ArtifactCache
+    from bench.protocols import FitContext
+
+    mech = GaussInput(eps=2.0, r=0.5)
+    mech._noise = mech.calibrate(TASK)
+    attack = MAPAttack(solver=solver)
+    attack.fit(mech, TASK, TASK.splits().aux, FitContext(0, ArtifactCache(tmp_path)))
+    release = mech.release(X[:64], torch.Generator().manual_seed(0))
+    out = benchmark.pedantic(attack.reconstruct, args=(release,), rounds=3, iterations=1)
+    assert out.shape == X[:64].shape
+
+
+INVERTER_SCHEDULES = {
+    "new-width16-batch32": {},
+    "old-width32-batch64": {"width": 32, "batch_size": 64, "epochs": 30, "patience": 5},
+}
+
+
+@pytest.mark.benchmark(group="inverter-fit-gauss-input-200-aux")
+@pytest.mark.parametrize("schedule", list(INVERTER_SCHEDULES), ids=list(INVERTER_SCHEDULES))
+def test_inverter_fit_new_against_old_schedule(benchmark, schedule, tmp_path) -> None:
+    """Training the inverter on 200 aux releases: today's defaults beside the old ones
+    (docs/reproductions/inverter-schedule has the validation MSE each reaches)."""
+    from attacks.inverter import InverterAttack
+    from bench.cache import ArtifactCache
+    from bench.protocols import FitContext
+
+    task = FashionMNIST(n_train=10, n_aux=200, n_test=10)
+    mech = GaussInput(eps=2.0, r=0.5)
+    mech._noise = mech.calibrate(task)
+    aux = task.splits().aux
+    attack = InverterAttack(**INVERTER_SCHEDULES[schedule])
+
+    def fit() -> float:
+        attack.fit(mech, task, aux, FitContext(0, ArtifactCache(tmp_path)))
+        return attack.val_mse
+
+    assert benchmark.pedantic(fit, rounds=1, iterations=1) > 0
