@@ -77,6 +77,8 @@ def list_cmd(
             doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
             if kind == "tasks":  # the modality decides which mechanisms and attacks apply
                 doc = f"[{getattr(cls, 'modality', '?')}] {doc}"
+            if getattr(cls, "paper", ""):
+                doc = f"{doc} Paper: {cls.paper}"
             typer.echo(f"{name:16s} {doc}")
     elif kind == "metrics":
         for spec in METRICS.values():

@@ -40,6 +40,10 @@ def test_list_shows_registered_components(tmp_path) -> None:
     ]:
         proc = run_cli("list", kind, cwd=tmp_path, check=True)
         assert expected in proc.stdout
+        if kind == "mechanisms":  # each with its paper, identity (no paper) without
+            lines = {line.split()[0]: line for line in proc.stdout.splitlines()}
+            assert lines["lucid"].endswith("Paper: https://arxiv.org/abs/2502.16519")
+            assert "Paper:" not in lines["identity"]
 
 
 def test_help_everywhere(tmp_path) -> None:
