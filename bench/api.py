@@ -6,6 +6,7 @@ run_suite("smoke")            # same as `bench run --suite smoke`
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -80,14 +81,18 @@ def write_suite_leaderboard(
 
 def attach_papers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each row gains `paper`, the URL of its mechanism's paper (the mechanism class's
-    `paper`), so the page links every entry to its source as RobustBench's does."""
+    `paper`), so the page links every entry to its source as RobustBench's does, and `docs`,
+    the doc page of its in-tree family (the family package's DOC_PAGE)."""
     for row in rows:
         try:
-            paper = MECHANISMS.get(row["mechanism"]).paper
+            cls = MECHANISMS.get(row["mechanism"])
         except UnknownNameError:  # a plug-in that is not installed where the page is written
             continue
-        if paper:
-            row["paper"] = paper
+        if cls.paper:
+            row["paper"] = cls.paper
+        family = sys.modules.get(cls.__module__.rsplit(".", 1)[0])
+        if getattr(family, "DOC_PAGE", None):
+            row["docs"] = family.DOC_PAGE  # type: ignore[union-attr]
     return rows
 
 

@@ -223,9 +223,11 @@ def test_suite_page_links_each_mechanism_to_its_paper_and_shows_the_chance_line(
         row["guarantee"] = {"notion": "ip", "eps": 1.0}
         if row["mechanism"] == "a":
             row["paper"] = "https://arxiv.org/abs/2411.18746"
+            row["docs"] = "docs/inference-privacy.md"
     write_leaderboard("s", "1", rows, tmp_path, code_version="0.1.0+ab", generated_at=STAMP)
     page = (tmp_path / "index.html").read_text()
     assert '<a href="https://arxiv.org/abs/2411.18746"' in page
+    assert 'href="../../docs/inference-privacy.md"' in page
     assert 'class="chance-row"' in page and ">at chance</span>" in page
     assert page.count(">at chance</span>") == 1
     doc = json.loads((tmp_path / "leaderboard.json").read_text())
@@ -234,3 +236,17 @@ def test_suite_page_links_each_mechanism_to_its_paper_and_shows_the_chance_line(
     markdown = (tmp_path / "leaderboard.md").read_text()
     assert "(chance: 0.1, the best constant predictor)" in markdown
     assert markdown.count("(at chance)") == 1
+
+
+def test_every_in_tree_mechanism_row_gets_its_paper_and_an_existing_doc_page() -> None:
+    from bench.api import attach_papers
+    from bench.registry import MECHANISMS
+
+    root = Path(__file__).resolve().parent.parent
+    rows = attach_papers([{"mechanism": name} for name in MECHANISMS.names()])
+    by_name = {r["mechanism"]: r for r in rows}
+    assert by_name["lucid"]["paper"] == "https://arxiv.org/abs/2502.16519"
+    assert "paper" not in by_name["identity"]  # a reference point, not a published mechanism
+    for row in rows:
+        assert (root / row["docs"]).is_file(), row
+    assert attach_papers([{"mechanism": "not-installed"}]) == [{"mechanism": "not-installed"}]

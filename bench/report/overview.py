@@ -84,6 +84,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "audit": _cell(metrics.get("eps_audit_lb")),
                 "validity": _cell(_weakest_validity(entry["rows"].values())),
                 "paper": any_row.get("paper") or "",
+                "docs": any_row.get("docs") or "",
                 "at_chance": at_chance(util_row, utility),
                 "unreliable": any(r.get("unreliable") for r in entry["rows"].values()),
                 "bound_broken": (_weakest_validity(entry["rows"].values()) or {}).get("value", 1.0)

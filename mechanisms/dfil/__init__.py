@@ -16,3 +16,6 @@ split_tuning.py (noise-aware fine-tuning of a discrete task's server; also used 
 To add a sibling: derive from `split.FisherSplitMechanism`, calibrate sigma in `calibrate`,
 and list the new module in `split.CODE` so cached artifacts are rebuilt when it changes.
 """
+
+# The doc page this family's mechanisms link to from a leaderboard (relative to the repository).
+DOC_PAGE = "docs/dfil.md"

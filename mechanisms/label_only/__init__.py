@@ -17,3 +17,6 @@ To add a sibling: derive from `base.LabelOnlyMechanism` (or lucid.LeaveOneOutAcc
 the cached leave-one-out networks) and decorate with `@register_mechanism`; a bound its
 guarantee rests on must be a certified solver bound (bench.certify.idp.bound.certified_maximum).
 """
+
+# The doc page this family's mechanisms link to from a leaderboard (relative to the repository).
+DOC_PAGE = "docs/lucid.md"

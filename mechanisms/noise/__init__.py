@@ -18,3 +18,6 @@ InputSpaceMechanism` (noise on the input) or from `bench.protocols.Mechanism`, d
 `@register_mechanism`; put its scale formula in calibration.py with a test against the
 formula in tests/test_calibration.py, and let `bench validate NAME` audit it.
 """
+
+# The doc page this family's mechanisms link to from a leaderboard (relative to the repository).
+DOC_PAGE = "docs/inference-privacy.md"

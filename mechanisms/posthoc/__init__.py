@@ -13,3 +13,6 @@ To add a sibling (e.g. another obfuscator): add the variant to models.py and to 
 `variant` choices of mechanism.py; a new release rule goes in ptr.py with a test against
 Alg. 1's bisection.
 """
+
+# The doc page this family's mechanisms link to from a leaderboard (relative to the repository).
+DOC_PAGE = "docs/posthoc.md"
