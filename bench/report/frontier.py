@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE, at_chance, privacy_label, task_chance
+from bench.report.labels import (
+    WORST_CASE,
+    at_chance,
+    prior_baseline_name,
+    privacy_label,
+    task_chance,
+)
 
 # Attack metrics the frontier can use, preferred first; "_all" variants score ⊥ answers
 # with the attacker's prior guess, so abstaining mechanisms are compared on every sample.
@@ -106,10 +112,11 @@ def chance_levels(
     rows: list[dict[str, Any]], score: str | None
 ) -> tuple[float | None, float | None]:
     """(the task's chance utility, the prior guess's `score`): the two reference lines."""
+    name = prior_baseline_name(score or "")
     priors = [
-        float(r["metrics"][f"{score}_prior"]["value"])
+        float(r["metrics"][name]["value"])
         for r in rows
-        if score and r["attack"] == WORST_CASE and f"{score}_prior" in r["metrics"]
+        if score and r["attack"] == WORST_CASE and name in r["metrics"]
     ]
     prior = max(set(priors), key=priors.count) if priors else None
     return task_chance(rows), prior

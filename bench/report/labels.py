@@ -191,3 +191,10 @@ def flag_at_chance(rows: list[dict[str, Any]], utility: str | None) -> None:
     for row in rows:
         if row["attack"] is None and at_chance(row, utility):
             row["at_chance"] = True
+
+
+def prior_baseline_name(score: str) -> str:
+    """The stored prior-guess metric to read `score` against. For "<m>_all" (abstentions
+    scored with the prior guess) it is "<m>_prior", scored on the released samples: the
+    guess ignores the release, so its expected score is the same on any subset."""
+    return f"{score.removesuffix('_all')}_prior"

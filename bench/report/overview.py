@@ -13,6 +13,7 @@ from bench.report.labels import (
     _params_text,
     at_chance,
     describe_guarantee,
+    prior_baseline_name,
     row_sort_key,
     task_chance,
     utility_metric_of,
@@ -109,10 +110,9 @@ def _chance_line(rows: list[dict[str, Any]], score: str) -> dict[str, Any] | Non
     """The row a reader measures every setting against: the best constant predictor's
     utility and the attack score of the data-independent prior guess (aux mean, modal id)."""
     utility = task_chance(rows)
+    name = prior_baseline_name(score)
     priors = [
-        r["metrics"][f"{score}_prior"]
-        for r in rows
-        if r["attack"] == WORST_CASE and f"{score}_prior" in r["metrics"]
+        r["metrics"][name] for r in rows if r["attack"] == WORST_CASE and name in r["metrics"]
     ]
     if utility is None and not priors:
         return None
