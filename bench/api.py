@@ -20,6 +20,7 @@ from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
 from bench.registry import MECHANISMS
+from bench.report.labels import short_setting, varying_params
 from bench.report.markdown import SentenceExample
 from bench.report.provenance import attach_environment, attach_provenance
 from bench.report.rows import build_rows
@@ -108,11 +109,15 @@ def reconstruction_examples(
     """Per task, (row label, originals, reconstructions) of every attack job of seed 0."""
     first = [j for j in jobs if j.attack is not None and j.seed == 0]
     stored = store.examples([j.hash for j in first])
+    varies = {
+        task: varying_params([(j.mechanism, j.params) for j in first if j.task == task])
+        for task in {j.task for j in first}
+    }
     out: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
     for job in sorted(first, key=lambda j: (j.task, j.mechanism, canonical_json(j.params))):
         if job.hash in stored:
-            params = ", ".join(f"{k}={v}" for k, v in sorted(job.params.items()))
-            label = f"{job.mechanism}({params})\n{job.attack}"
+            setting = short_setting(job.mechanism, job.params, varies[job.task][job.mechanism])
+            label = f"{setting}\n{job.attack}"
             ex = stored[job.hash]
             if ex["x"].dtype.kind == "f":  # images; token ids go to sentence_examples
                 out.setdefault(job.task, []).append((label, ex["x"], ex["x_hat"]))

@@ -21,7 +21,9 @@ from bench.report.labels import (
     at_chance,
     prior_baseline_name,
     privacy_label,
+    short_setting,
     task_chance,
+    varying_params,
 )
 
 # Attack metrics the frontier can use, preferred first; "_all" variants score ⊥ answers
@@ -42,6 +44,7 @@ class FrontierPoint:
     attack_source: str
     pareto: bool = False
     above_chance: bool = True
+    short: str = ""  # the mechanism with only the parameters that tell its settings apart
 
     @property
     def label(self) -> str:
@@ -95,6 +98,13 @@ def frontier_points(
                 above_chance=not at_chance(base, utility),
             )
         )
+    varies = varying_params([(p.mechanism, p.params) for p in points])
+    points = [
+        FrontierPoint(
+            **{**vars(p), "short": short_setting(p.mechanism, p.params, varies[p.mechanism])}
+        )
+        for p in points
+    ]
     eligible = [p for p in points if p.above_chance]
     marked = [
         FrontierPoint(

@@ -198,3 +198,25 @@ def prior_baseline_name(score: str) -> str:
     scored with the prior guess) it is "<m>_prior", scored on the released samples: the
     guess ignores the release, so its expected score is the same on any subset."""
     return f"{score.removesuffix('_all')}_prior"
+
+
+def varying_params(settings: list[tuple[str, dict[str, Any]]]) -> dict[str, set[str]]:
+    """Per mechanism, the parameters whose value differs between its settings in this list:
+    what tells one of its rows from another (the rest is the same on all of them)."""
+    by_mechanism: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for mechanism, params in settings:
+        by_mechanism[mechanism].append(params)
+    return {
+        mechanism: {
+            k
+            for k in {k for p in mine for k in p}
+            if len({canonical_json(p.get(k)) for p in mine}) > 1
+        }
+        for mechanism, mine in by_mechanism.items()
+    }
+
+
+def short_setting(mechanism: str, params: dict[str, Any], varying: set[str]) -> str:
+    """`mechanism (k=v, ...)` with only the `varying` parameters, or the bare name."""
+    shown = {k: v for k, v in params.items() if k in varying}
+    return f"{mechanism} ({_params_text(shown)})" if shown else mechanism

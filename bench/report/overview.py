@@ -17,6 +17,7 @@ from bench.report.labels import (
     row_sort_key,
     task_chance,
     utility_metric_of,
+    varying_params,
 )
 
 SCORE_WORDS = {
@@ -39,13 +40,6 @@ def _cell(metric: dict[str, Any] | None) -> dict[str, str] | None:
     }
 
 
-def _varying(settings: list[dict[str, Any]], mechanism: str) -> set[str]:
-    """Parameters whose value differs between this task's settings of `mechanism`."""
-    mine = [s["params"] for s in settings if s["mechanism"] == mechanism]
-    keys = {k for p in mine for k in p}
-    return {k for k in keys if len({canonical_json(p.get(k)) for p in mine}) > 1}
-
-
 def _weakest_validity(rows: Any) -> dict[str, Any] | None:
     """The lowest bound_validity of a setting's rows (utility row for iDP bounds, each
     attack's row for dFIL bounds): a bound is only as valid as where it held least."""
@@ -65,11 +59,12 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
             key, {"mechanism": row["mechanism"], "params": row["params"], "rows": {}}
         )
         entry["rows"]["utility" if row["attack"] is None else row["attack"]] = row
+    varies = varying_params([(e["mechanism"], e["params"]) for e in settings.values()])
     lines = []
     for entry in settings.values():
         util_row = entry["rows"].get("utility")
         worst = entry["rows"].get(WORST_CASE)
-        varying = _varying(list(settings.values()), entry["mechanism"])
+        varying = varies.get(entry["mechanism"], set())
         shown = {k: v for k, v in entry["params"].items() if k in varying}
         metrics = util_row["metrics"] if util_row else {}
         any_row = util_row or worst or next(iter(entry["rows"].values()))
