@@ -255,3 +255,20 @@ def test_every_in_tree_mechanism_row_gets_its_paper_and_an_existing_doc_page() -
     for row in rows:
         assert (root / row["docs"]).is_file(), row
     assert attach_papers([{"mechanism": "not-installed"}]) == [{"mechanism": "not-installed"}]
+
+
+def test_a_dfil_bound_is_broken_only_beyond_its_tests_false_alarms() -> None:
+    from bench.report.overview import bound_broken
+
+    def validity(value: float, n: int) -> dict[str, Any]:
+        return {"value": value, "ci": [value, 1.0], "n": n}
+
+    # Per-sample 95% tests: 1 of 32 failing is what a holding bound gives by chance ...
+    assert not bound_broken(validity(31 / 32, 32), "dfil")
+    # ... 7 of 32 is not (P(X >= 7) < 1% under the 5% false-alarm rate), nor is 0 of 100.
+    assert bound_broken(validity(25 / 32, 32), "dfil")
+    assert bound_broken(validity(0.0, 100), "dfil")
+    # An exact certificate (iDP) is broken by one violation; a holding bound never is.
+    assert bound_broken(validity(0.99, 100), "idp")
+    assert not bound_broken(validity(1.0, 100), "idp")
+    assert not bound_broken(None, "dfil")

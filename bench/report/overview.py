@@ -4,6 +4,7 @@ bound on eps, bound validity and flags; the per-attack table stays one click awa
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from bench.hashing import canonical_json
@@ -38,6 +39,30 @@ def _cell(metric: dict[str, Any] | None) -> dict[str, str] | None:
         "text": f"{metric['value']:.3g}",
         "ci": f"[{lo:.3g}, {hi:.3g}]",
     }
+
+
+# The dFIL checks test each sample one-sided at 95% (bench.certify.fisher.bounds): about 5%
+# of samples fail by chance when the bound holds. A dFIL bound is called broken only when
+# more fail than that could explain (binomial tail below 1%); an exact certificate (iDP)
+# is broken by a single violation.
+TEST_FALSE_ALARM = 0.05
+BROKEN_P = 0.01
+
+
+def _binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    return sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+
+def bound_broken(validity: dict[str, Any] | None, notion: str | None) -> bool:
+    """Whether a bound_validity entry shows the bound failing beyond its test's own error."""
+    if validity is None or validity["value"] >= 1.0:
+        return False
+    if notion != "dfil":
+        return True
+    n = int(validity.get("n", 1))
+    failed = round((1.0 - float(validity["value"])) * n)
+    return _binomial_tail(failed, n, TEST_FALSE_ALARM) < BROKEN_P
 
 
 def _weakest_validity(rows: Any) -> dict[str, Any] | None:
@@ -83,8 +108,10 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "docs": any_row.get("docs") or "",
                 "at_chance": at_chance(util_row, utility),
                 "unreliable": any(r.get("unreliable") for r in entry["rows"].values()),
-                "bound_broken": (_weakest_validity(entry["rows"].values()) or {}).get("value", 1.0)
-                < 1.0,
+                "bound_broken": bound_broken(
+                    _weakest_validity(entry["rows"].values()),
+                    (any_row.get("guarantee") or {}).get("notion"),
+                ),
             }
         )
     return {
