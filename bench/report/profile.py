@@ -8,6 +8,8 @@ import json
 from collections import defaultdict
 from typing import Any
 
+from bench.report.labels import short_setting, varying_params
+
 TOP = 10
 
 
@@ -61,10 +63,15 @@ def profile_lines(jobs: list[dict[str, Any]], workers: int = 2) -> list[str]:
     lines += _table("by stage:", stage_s, stage_n, grand)
     lines += _table("by task:", task_s, task_n, grand)
     lines += _table("by kind of job (task / mechanism / attack):", kind_s, kind_n, grand)
-    lines.append("slowest jobs:")
+    lines.append("slowest jobs (parameters that differ between the stored settings):")
+    varies = {
+        task: varying_params([(j["mechanism"], _params(j)) for j in jobs if j["task"] == task])
+        for task in {j["task"] for j in jobs}
+    }
     for job in sorted(jobs, key=lambda j: -float(j["duration_s"]))[:TOP]:
-        params = ",".join(f"{k}={v}" for k, v in sorted(_params(job).items()))
-        label = f"{job['task']} / {job['mechanism']}({params}) / {job['attack'] or 'utility'}"
+        shown = varies[job["task"]][job["mechanism"]]
+        setting = short_setting(job["mechanism"], _params(job), shown)
+        label = f"{job['task']} / {setting} / {job['attack'] or 'utility'}"
         line = f"  {float(job['duration_s']):8.1f} s  {label} / seed {job['seed']}"
         lines.append(line if len(line) <= 140 else line[:137] + "...")
     return lines
