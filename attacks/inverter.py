@@ -4,7 +4,9 @@ own aux data by querying the mechanism (dFIL appendix, Table 3 decoders; we use 
 Width 16, batch 32 and up to 60 epochs with patience 8: on the default suite's five kinds of
 release this reaches a lower validation MSE than width 32 / batch 64 / 30 epochs / patience
 5 in 1.3x to 2.7x less time (docs/reproductions/inverter-schedule). Early stopping on a
-validation split of aux keeps the decoder that generalises best.
+validation split of aux keeps the decoder that generalises best. With fewer than 10 released
+aux pairs (a mechanism that abstains on nearly everything) nothing is trained and the
+attack answers the prior guess, the aux mean.
 The decoder's last layer is squashed into the task's data range, which the attacker knows.
 """
 
@@ -21,6 +23,9 @@ from bench.errors import MechanismOutputError
 from bench.hashing import seeded_init
 from bench.protocols import Attack, DataSplit, FitContext, Mechanism, Release, Task
 from bench.registry import register_attack
+
+# Fewer released aux pairs than this and no decoder is trained (see InverterAttack.fit).
+MIN_TRAINING_PAIRS = 10
 
 
 @register_attack
@@ -41,11 +46,18 @@ class InverterAttack(Attack):
         p = self.params
         pairs = mechanism.release(aux.x, ctx.generator("inverter-aux-release"))
         keep = pairs.released
-        if int(keep.sum()) < 10:
+        self.lo, self.hi = task.data_range
+        if not keep.any() or int(keep.sum()) < MIN_TRAINING_PAIRS:
+            # A mechanism that answers almost nothing (PTR abstaining at a strict eps) leaves
+            # the attacker nothing to learn from: its best reconstruction is then the prior
+            # guess, the aux mean, which the row reports (equal to its <metric>_prior).
+            self.decoder, self.prior_guess = None, aux.x.float().mean(0)
+            return
+        if not torch.isfinite(pairs.values[keep]).all():
             raise MechanismOutputError(
-                f"inverter: mechanism {mechanism.name} released only {int(keep.sum())} aux "
-                "samples; at least 10 are needed to train a decoder"
+                f"inverter: mechanism {mechanism.name} released non-finite aux values"
             )
+        self.prior_guess = None
         z, x = pairs.values[keep].float(), aux.x[keep]
         # Standardise releases with one global shift and scale: Laplace noise on pixels can
         # be orders of magnitude larger than the signal, and an unscaled input would stall
@@ -53,7 +65,6 @@ class InverterAttack(Attack):
         # aux, such as image borders.)
         self.shift = z.mean()
         self.scale = z.std().clamp_min(1e-6)
-        self.lo, self.hi = task.data_range
         gen = ctx.generator("inverter-train")
         with seeded_init(ctx.seed, "inverter-init"):
             self.decoder = make_decoder(tuple(z.shape[1:]), tuple(x.shape[1:]), int(p["width"]))
@@ -105,4 +116,6 @@ class InverterAttack(Attack):
 
     @torch.no_grad()
     def reconstruct(self, release: Release) -> torch.Tensor:
+        if self.decoder is None:  # too few training pairs: the prior guess for every query
+            return self.prior_guess.expand(len(release), *self.prior_guess.shape).clone()
         return self._decode(self._normalise(release.values.float()))

@@ -342,3 +342,26 @@ def test_queries_must_be_a_positive_integer() -> None:
     assert InverterAttack(queries=3).params["queries"] == 3
     assert math.isclose(OptimizationAttack().params["lr"], 0.1)
     assert np.isfinite(MAPAttack().params["shrinkage"])
+
+
+class AlmostSilent(Identity):
+    """Answers only the first 5 queries of a batch (PTR at a strict eps abstains so)."""
+
+    name = "test-almost-silent"
+    may_abstain = True
+
+    def release(self, x, generator) -> Release:
+        return Release(x.clone(), torch.arange(len(x)) < 5)
+
+
+def test_inverter_with_too_few_released_pairs_answers_the_prior_guess(task, tmp_path) -> None:
+    mech = _calibrated(AlmostSilent(), task)
+    attack = InverterAttack()
+    attack.fit(mech, task, task.splits().aux, _ctx(tmp_path))
+    assert attack.decoder is None  # nothing trained on 5 pairs
+    x = task.splits().test.x
+    release = mech.release(x, torch.Generator().manual_seed(0))
+    metrics, x_hat = attack_metrics(task, attack, release, x, task.splits().aux.x, True)
+    assert torch.equal(x_hat[0], task.splits().aux.x.float().mean(0))
+    # The row then shows exactly the no-information baseline it is read against.
+    assert metrics["mse"].value == pytest.approx(metrics["mse_prior"].value)
