@@ -110,8 +110,14 @@ def test_page_renders_sorts_and_filters_in_headless_chromium(tmp_path: Path) -> 
             page.goto((tmp_path / "index.html").as_uri())
             # Summary first: one line per setting of each task; the full table folded away.
             settings = {(r["task"], r["mechanism"], str(r["params"])) for r in rows}
-            assert page.locator("table.overview tbody tr").count() == len(settings)
+            assert page.locator("table.overview > tbody > tr").count() == len(settings)
             assert page.locator("table.overview").first.is_visible()
+            # Each setting's every-attack table is one click away, folded until then.
+            per_attack = page.locator("details.per-attack").first
+            assert not per_attack.locator("table").is_visible()
+            per_attack.locator("summary").click()
+            assert per_attack.locator("table").is_visible()
+            assert per_attack.locator("tr").count() >= 2  # header + at least one attack
             assert not page.locator("#leaderboard").is_visible()
             page.locator("#all-rows > summary").click()
             assert page.locator("#leaderboard").is_visible()

@@ -108,7 +108,7 @@ def test_the_committed_default_page_opens_on_a_summary_a_reader_can_scan(tmp_pat
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(page_path.as_uri())
             visible = page.eval_on_selector_all(
-                "table.overview tbody tr",
+                "table.overview > tbody > tr",
                 "rows => rows.filter(r => { const b = r.getBoundingClientRect();"
                 " return b.top >= 0 && b.bottom <= window.innerHeight; }).length",
             )

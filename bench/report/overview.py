@@ -104,6 +104,15 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "attack_by": (worst.get("sources") or {}).get(score, "") if worst else "",
                 "audit": _cell(metrics.get("eps_audit_lb")),
                 "validity": _cell(_weakest_validity(entry["rows"].values())),
+                "per_attack": [
+                    {
+                        "attack": label,
+                        "score": _cell(row["metrics"].get(score)),
+                        "mse": _cell(row["metrics"].get("mse")) if score != "mse" else None,
+                    }
+                    for label, row in sorted(entry["rows"].items())
+                    if label not in ("utility", WORST_CASE)
+                ],
                 "paper": any_row.get("paper") or "",
                 "docs": any_row.get("docs") or "",
                 "at_chance": at_chance(util_row, utility),
