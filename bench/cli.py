@@ -76,7 +76,10 @@ def list_cmd(
             cls = registries[kind].get(name)
             doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
             if kind == "tasks":  # the modality decides which mechanisms and attacks apply
-                doc = f"[{getattr(cls, 'modality', '?')}] {doc}"
+                from bench.data.embedded import task_data_status
+
+                status = task_data_status(name)
+                doc = f"[{getattr(cls, 'modality', '?')}; {status}] {doc}"
             if getattr(cls, "paper", ""):
                 doc = f"{doc} Paper: {cls.paper}"
             typer.echo(f"{name:16s} {doc}")

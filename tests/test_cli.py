@@ -32,7 +32,7 @@ def _stored_jobs(store: Path) -> int:
 
 def test_list_shows_registered_components(tmp_path) -> None:
     for kind, expected in [
-        ("tasks", "fmnist           [image] "),  # with its modality
+        ("tasks", "fmnist           [image; data installed] "),  # modality, data here?
         ("mechanisms", "gauss-input"),
         ("attacks", "inverter"),
         ("suites", "smoke            Plumbing check"),  # with its description

