@@ -3,7 +3,7 @@ own aux data by querying the mechanism (dFIL appendix, Table 3 decoders; we use 
 
 Width 16, batch 32 and up to 60 epochs with patience 8: on the default suite's five kinds of
 release this reaches a lower validation MSE than width 32 / batch 64 / 30 epochs / patience
-5 in 1.3x to 2.7x less time (docs/reproductions/inverter-schedule). Early stopping on a
+5 in 1.2x to 2.7x less time (docs/reproductions/inverter-schedule). Early stopping on a
 validation split of aux keeps the decoder that generalises best. With fewer than 10 released
 aux pairs (a mechanism that abstains on nearly everything) nothing is trained and the
 attack answers the prior guess, the aux mean.
