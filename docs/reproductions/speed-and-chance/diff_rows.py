@@ -1,17 +1,26 @@
 """Which rows of two leaderboard.json files differ, by kind: utility rows, per-attack rows
-(matched by attack name, parameters ignored), worst-case rows; timing metrics ignored."""
-import json, sys
+(matched by attack name, parameters ignored), worst-case rows; timing metrics ignored.
+Usage: python diff_rows.py OLD.json NEW.json"""
+
+import json
+import sys
+from pathlib import Path
+
 TIMING = {"fit_s", "release_ms", "attack_s"}
-def load(path):
+
+
+def load(path: str) -> dict[tuple, dict]:
     out = {}
-    for r in json.load(open(path))["rows"]:
+    for r in json.loads(Path(path).read_text())["rows"]:
         key = (r["task"], r["mechanism"], json.dumps(r["params"], sort_keys=True), r["attack"])
         out[key] = {k: v for k, v in r["metrics"].items() if k not in TIMING}
     return out
+
+
 old, new = load(sys.argv[1]), load(sys.argv[2])
-kinds = {}
+kinds: dict[str, list[int]] = {}
 for key in sorted(set(old) | set(new), key=str):
-    kind = "utility" if key[3] is None else ("worst case" if key[3] == "worst case" else key[3])
+    kind = "utility" if key[3] is None else key[3]
     a, b = old.get(key), new.get(key)
     if a is None or b is None:
         kinds.setdefault(kind, [0, 0, 0])[2] += 1
