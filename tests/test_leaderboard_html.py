@@ -278,3 +278,22 @@ def test_a_dfil_bound_is_broken_only_beyond_its_tests_false_alarms() -> None:
     assert bound_broken(validity(0.99, 100), "idp")
     assert not bound_broken(validity(1.0, 100), "idp")
     assert not bound_broken(None, "dfil")
+
+
+def test_mechanisms_that_never_abstain_show_their_score_beside_abstaining_ones() -> None:
+    from bench.report.overview import task_overview
+
+    rows = [
+        *_setting("ptr", 10.0, 0.9, 0.3),
+        *_setting("ldp", 10.0, 0.6, 0.2),
+        *_setting("ldp", 2.0, 0.5, 0.1),
+    ]
+    rows[1]["metrics"]["ssim_all"] = rows[1]["metrics"].pop("ssim")  # ptr abstains
+    score, points = frontier_points(rows, "accuracy")
+    assert score == "ssim_all" and len(points) == 3  # ldp counted on its plain ssim
+    overview = task_overview(rows, "accuracy")
+    by_setting = {(line["mechanism"], line["setting"]): line for line in overview["lines"]}
+    assert by_setting["ldp", "eps=2"]["attack"]["text"] == "0.1"
+    assert by_setting["ldp", "eps=2"]["attack_by"] == "map"
+    # Numbers ordered as numbers: eps 2 before eps 10.
+    assert [line["setting"] for line in overview["lines"]] == ["eps=2", "eps=10", ""]

@@ -21,6 +21,7 @@ from bench.report.labels import (
     at_chance,
     prior_baseline_name,
     privacy_label,
+    score_name_in,
     short_setting,
     task_chance,
     varying_params,
@@ -83,7 +84,8 @@ def frontier_points(
         base, worst = config.get("utility"), config.get(WORST_CASE)
         if base is None or worst is None:
             continue
-        u, a = base["metrics"].get(utility), worst["metrics"].get(score)
+        held = score_name_in(worst["metrics"], score)
+        u, a = base["metrics"].get(utility), worst["metrics"].get(held or "")
         if u is None or a is None:
             continue
         points.append(
@@ -94,7 +96,7 @@ def frontier_points(
                 utility_ci=(u["ci"][0], u["ci"][1]),
                 attack=a["value"],
                 attack_ci=(a["ci"][0], a["ci"][1]),
-                attack_source=worst.get("sources", {}).get(score, ""),
+                attack_source=worst.get("sources", {}).get(held or "", ""),
                 above_chance=not at_chance(base, utility),
             )
         )

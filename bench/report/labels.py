@@ -220,3 +220,24 @@ def short_setting(mechanism: str, params: dict[str, Any], varying: set[str]) -> 
     """`mechanism (k=v, ...)` with only the `varying` parameters, or the bare name."""
     shown = {k: v for k, v in params.items() if k in varying}
     return f"{mechanism} ({_params_text(shown)})" if shown else mechanism
+
+
+def score_name_in(metrics: dict[str, Any], score: str) -> str | None:
+    """The metric a row holds for the task's attack `score`: the score itself, or for
+    "<m>_all" (abstentions scored with the prior guess) on a mechanism that never abstains,
+    "<m>", which then counts the same samples."""
+    if score in metrics:
+        return score
+    base = score.removesuffix("_all")
+    return base if base != score and base in metrics else None
+
+
+def setting_order(mechanism: str, params: dict[str, Any]) -> tuple:
+    """Mechanism, then parameters with numbers compared as numbers (eps 2 before eps 10)."""
+    return (
+        mechanism,
+        tuple(
+            (k, (0, float(v), "") if isinstance(v, int | float) else (1, 0.0, canonical_json(v)))
+            for k, v in sorted(params.items())
+        ),
+    )

@@ -16,6 +16,8 @@ from bench.report.labels import (
     describe_guarantee,
     prior_baseline_name,
     row_sort_key,
+    score_name_in,
+    setting_order,
     task_chance,
     utility_metric_of,
     varying_params,
@@ -86,12 +88,15 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         entry["rows"]["utility" if row["attack"] is None else row["attack"]] = row
     varies = varying_params([(e["mechanism"], e["params"]) for e in settings.values()])
     lines = []
-    for entry in settings.values():
+    for entry in sorted(
+        settings.values(), key=lambda e: setting_order(e["mechanism"], e["params"])
+    ):
         util_row = entry["rows"].get("utility")
         worst = entry["rows"].get(WORST_CASE)
         varying = varies.get(entry["mechanism"], set())
         shown = {k: v for k, v in entry["params"].items() if k in varying}
         metrics = util_row["metrics"] if util_row else {}
+        held = score_name_in(worst["metrics"], score) if worst else None
         any_row = util_row or worst or next(iter(entry["rows"].values()))
         lines.append(
             {
@@ -100,14 +105,16 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "all_params": _params_text(entry["params"]),
                 "guarantee": describe_guarantee(any_row.get("guarantee") or {}),
                 "utility": _cell(metrics.get(utility)) if utility else None,
-                "attack": _cell(worst["metrics"].get(score)) if worst else None,
-                "attack_by": (worst.get("sources") or {}).get(score, "") if worst else "",
+                "attack": _cell(worst["metrics"].get(held)) if worst and held else None,
+                "attack_by": (worst.get("sources") or {}).get(held, "") if worst and held else "",
                 "audit": _cell(metrics.get("eps_audit_lb")),
                 "validity": _cell(_weakest_validity(entry["rows"].values())),
                 "per_attack": [
                     {
                         "attack": label,
-                        "score": _cell(row["metrics"].get(score)),
+                        "score": _cell(
+                            row["metrics"].get(score_name_in(row["metrics"], score) or "")
+                        ),
                         "mse": _cell(row["metrics"].get("mse")) if score != "mse" else None,
                     }
                     for label, row in sorted(entry["rows"].items())

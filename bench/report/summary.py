@@ -7,7 +7,7 @@ from typing import Any
 
 from bench.hashing import canonical_json
 from bench.report.frontier import attack_score_of
-from bench.report.labels import PRIVACY_PARAMS, WORST_CASE, utility_metric_of
+from bench.report.labels import PRIVACY_PARAMS, WORST_CASE, score_name_in, utility_metric_of
 
 
 def _short_params(params: dict[str, Any], defaults: dict[str, Any]) -> str:
@@ -49,8 +49,9 @@ def summary_lines(
             name = f"{row['mechanism']}({params})" if params else row["mechanism"]
             worst = entry["worst"]
             attack = "-"
-            if worst is not None and score in worst["metrics"]:
-                source = (worst.get("sources") or {}).get(score, "?")
-                attack = f"{_entry(worst['metrics'][score])} ({source})"
+            held = score_name_in(worst["metrics"], score) if worst is not None else None
+            if worst is not None and held is not None:
+                source = (worst.get("sources") or {}).get(held, "?")
+                attack = f"{_entry(worst['metrics'][held])} ({source})"
             lines.append(f"  {name:44s} {metric} {_entry(entry['utility']):>7s}  attack {attack}")
     return lines
