@@ -44,7 +44,8 @@ def write_suite_leaderboard(
     result, so regenerating from the same results gives byte-identical files. With
     `only_if_stale`, a directory that already holds exactly these files is left alone (and
     [out_dir/leaderboard.json] returned)."""
-    results = store.load(list(dict.fromkeys(j.hash for j in jobs)))
+    hashes = list(dict.fromkeys(j.hash for j in jobs))
+    results = store.load(hashes)
     code_version = f"{__version__}+{digest(sorted({j.code_hash for j in jobs}), length=10)}"
     generated_at = max(r["created_at"] for r in results)
     rows = attach_papers(
@@ -52,7 +53,7 @@ def write_suite_leaderboard(
             attach_environment(
                 attach_provenance(build_rows(results), jobs, suite.version),
                 jobs,
-                store.machines(list(dict.fromkeys(j.hash for j in jobs))),
+                store.machines(hashes),
             )
         )
     )

@@ -254,7 +254,12 @@ class ResultStore:
                 ).fetchall()
         keys = ("hash", "task", "mechanism", "params", "attack", "seed", "duration_s")
         return [
-            {**dict(zip(keys, row[:7], strict=True)), "fit_s": row[7], "attack_s": row[8]}
+            {
+                **dict(zip(keys, row[:7], strict=True)),
+                "params": json.loads(row[3]),
+                "fit_s": row[7],
+                "attack_s": row[8],
+            }
             for row in found
         ]
 

@@ -19,11 +19,11 @@ from bench.hashing import canonical_json
 from bench.report.labels import (
     WORST_CASE,
     at_chance,
-    prior_baseline_name,
     privacy_label,
     score_name_in,
     short_setting,
     task_chance,
+    task_prior_baseline,
     varying_params,
 )
 
@@ -124,14 +124,8 @@ def chance_levels(
     rows: list[dict[str, Any]], score: str | None
 ) -> tuple[float | None, float | None]:
     """(the task's chance utility, the prior guess's `score`): the two reference lines."""
-    name = prior_baseline_name(score or "")
-    priors = [
-        float(r["metrics"][name]["value"])
-        for r in rows
-        if score and r["attack"] == WORST_CASE and name in r["metrics"]
-    ]
-    prior = max(set(priors), key=priors.count) if priors else None
-    return task_chance(rows), prior
+    prior = task_prior_baseline(rows, score)
+    return task_chance(rows), None if prior is None else float(prior["value"])
 
 
 def frontier_png(

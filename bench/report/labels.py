@@ -185,6 +185,22 @@ def task_chance(rows: list[dict[str, Any]]) -> float | None:
     return max(set(values), key=lambda v: (values.count(v), v))
 
 
+def task_prior_baseline(rows: list[dict[str, Any]], score: str | None) -> dict[str, Any] | None:
+    """The attack score of the task's prior guess (the `prior_baseline_name(score)` entry of
+    its worst-case rows): the most common value, as for `task_chance`, since settings of a
+    mechanism that abstains score the guess on fewer samples."""
+    name = prior_baseline_name(score or "")
+    entries = [
+        r["metrics"][name]
+        for r in rows
+        if score and r["attack"] == WORST_CASE and name in r["metrics"]
+    ]
+    values = [float(e["value"]) for e in entries]
+    return max(
+        entries, key=lambda e: (values.count(float(e["value"])), float(e["value"])), default=None
+    )
+
+
 def flag_at_chance(rows: list[dict[str, Any]], utility: str | None) -> None:
     """Mark each utility row at or below chance with `at_chance: true` (see `at_chance`), so
     the JSON, Markdown and HTML all say it."""

@@ -14,11 +14,11 @@ from bench.report.labels import (
     _params_text,
     at_chance,
     describe_guarantee,
-    prior_baseline_name,
     row_sort_key,
     score_name_in,
     setting_order,
     task_chance,
+    task_prior_baseline,
     utility_metric_of,
     varying_params,
 )
@@ -147,15 +147,9 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
 def _chance_line(rows: list[dict[str, Any]], score: str) -> dict[str, Any] | None:
     """The row a reader measures every setting against: the best constant predictor's
     utility and the attack score of the data-independent prior guess (aux mean, modal id)."""
-    utility = task_chance(rows)
-    name = prior_baseline_name(score)
-    priors = [
-        r["metrics"][name] for r in rows if r["attack"] == WORST_CASE and name in r["metrics"]
-    ]
-    if utility is None and not priors:
+    utility, prior = task_chance(rows), task_prior_baseline(rows, score)
+    if utility is None and prior is None:
         return None
-    values = [float(m["value"]) for m in priors]
-    prior = max(priors, key=lambda m: values.count(float(m["value"]))) if priors else None
     return {
         "utility": None if utility is None else f"{utility:.3g}",
         "attack": _cell(prior),

@@ -4,7 +4,6 @@ release, metrics, audit, bounds), per task, per kind of job and the slowest jobs
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any
 
@@ -65,18 +64,13 @@ def profile_lines(jobs: list[dict[str, Any]], workers: int = 2) -> list[str]:
     lines += _table("by kind of job (task / mechanism / attack):", kind_s, kind_n, grand)
     lines.append("slowest jobs (parameters that differ between the stored settings):")
     varies = {
-        task: varying_params([(j["mechanism"], _params(j)) for j in jobs if j["task"] == task])
+        task: varying_params([(j["mechanism"], j["params"]) for j in jobs if j["task"] == task])
         for task in {j["task"] for j in jobs}
     }
     for job in sorted(jobs, key=lambda j: -float(j["duration_s"]))[:TOP]:
         shown = varies[job["task"]][job["mechanism"]]
-        setting = short_setting(job["mechanism"], _params(job), shown)
+        setting = short_setting(job["mechanism"], job["params"], shown)
         label = f"{job['task']} / {setting} / {job['attack'] or 'utility'}"
         line = f"  {float(job['duration_s']):8.1f} s  {label} / seed {job['seed']}"
         lines.append(line if len(line) <= 140 else line[:137] + "...")
     return lines
-
-
-def _params(job: dict[str, Any]) -> dict[str, Any]:
-    params = job["params"]
-    return json.loads(params) if isinstance(params, str) else dict(params)
