@@ -94,6 +94,9 @@ def utility_metrics(
     if kept.any():
         out["accuracy"] = summarize(accuracy(scores[kept], y[kept]))
         out["chance"] = scalar(chance_level(task.utility_metric, y[kept]))
+        # 1.0 marks a constant predictor: a row that only looks like a result.
+        modal = torch.bincount(scores[kept].argmax(1)).max()
+        out["modal_prediction_share"] = scalar(float(modal) / int(kept.sum()))
         if task.utility_metric == "auc":
             out["auc"] = scalar(auc(scores[kept], y[kept]))
     return out
@@ -266,23 +269,31 @@ def _run_job(job: Job, cache_root: Path, progress: bool) -> JobOutcome:
     # The attacker sees (and trains on) what it would really get: one release, or the
     # mean of `queries` releases of the same input.
     queried = RepeatedQueries(mech, queries) if queries > 1 else mech
-    target = splits.test.head(job.attack_samples)
-    release, _ = _release(queried, target.x, job.seed, who)  # type: ignore[arg-type]
+    head = splits.test.head(job.attack_samples).x
+    inputs_gen = torch.Generator().manual_seed(derive_seed(job.seed, "attack-inputs"))
+    target_x = mech.attack_inputs(head, inputs_gen)
+    _check_tensor(target_x, tuple(head.shape), f"{who}: attack_inputs()")
+    release, _ = _release(queried, target_x, job.seed, who)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     attack_ctx = FitContext(derive_seed(job.seed, "attack"), cache, progress)
     attack.fit(queried, task, splits.aux, attack_ctx)  # type: ignore[arg-type]
     table = mech.embedding_table()
     metrics, x_hat = attack_metrics(
-        task, attack, release, target.x, splits.aux.x, mech.may_abstain, table
+        task, attack, release, target_x, splits.aux.x, mech.may_abstain, table
     )
     metrics["attack_s"] = scalar(time.perf_counter() - t0)
     # Bounds speak about what the attack reconstructed: embeddings, for a continuous attack
     # on a discrete task.
-    x_true = target.x if table is None or ranks_ids(attack) else table[target.x]
-    metrics.update(mech.bound_metrics(attack, x_true, x_hat, release))
+    x_true = target_x if table is None or ranks_ids(attack) else table[target_x]
+    bounds = mech.bound_metrics(attack, x_true, x_hat, release)
+    metrics.update(bounds)
     metrics["release_rate"] = summarize(release.released.double().numpy())
-    examples = _examples(task, target.x, x_hat)
-    return JobOutcome(metrics, mech.guarantee().to_dict(), time.perf_counter() - start, examples)
+    examples = _examples(task, target_x, x_hat)
+    guarantee = mech.guarantee().to_dict()
+    basis = mech.bound_basis(attack) if bounds else {}
+    if basis:  # which bound the row checks, and whether it holds by theorem for this attack
+        guarantee["bound"] = basis
+    return JobOutcome(metrics, guarantee, time.perf_counter() - start, examples)
 
 
 def _examples(task: Task, x: torch.Tensor, x_hat: torch.Tensor) -> dict[str, np.ndarray] | None:

@@ -246,6 +246,19 @@ class Mechanism(ABC):
         e.g. {"bound_mse": MetricResult, "bound_validity": MetricResult}; none by default."""
         return {}
 
+    def bound_basis(self, attack: Attack) -> dict[str, str]:
+        """What the bound of `bound_metrics` rests on for `attack`: {"bound": its name,
+        "basis": "theorem" (holds for this attack by a stated theorem) or "estimate" (rests on
+        an estimated quantity or on an assumption the attack need not meet), "why": one
+        line}; empty where the mechanism checks no bound against attacks."""
+        return {}
+
+    def attack_inputs(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The inputs an attack job releases, attacks and scores against: the test samples
+        themselves, unless the mechanism's claim is stated for transformed inputs (dFIL's
+        van Trees bound, for inputs from the smoothed distribution its prior term is of)."""
+        return x
+
     def noise(self) -> NoiseModel | None:
         """The distribution of the randomness added to `encoder(x)`, if additive."""
         return None

@@ -137,6 +137,35 @@ def test_bound_metrics_pick_cramer_rao_or_van_trees_and_scale_with_queries(tmp_p
     claim = mech.guarantee()
     assert claim.notion == "dfil" and claim.params["inv_dfil"] == 0.5
     assert claim.params["prior_term"] == pytest.approx(400.0)
+    # What each bound rests on: van Trees with the exact Gaussian prior term is a theorem for
+    # every attack; Cramer-Rao needs an unbiased attack, which gradient inversion is not
+    # proven to be.
+    assert mech.bound_basis(MAPAttack()) | {"why": ""} == {
+        "bound": "van-trees",
+        "basis": "theorem",
+        "why": "",
+    }
+    assert mech.bound_basis(OptimizationAttack())["basis"] == "estimate"
+
+
+def test_smoothed_targets_draw_from_the_distribution_the_prior_term_is_of(tmp_path) -> None:
+    """targets = "smoothed": the attacked inputs are x + N(0, smoothing^2), and van Trees on
+    an image task (score-matching prior term) is then labelled an estimate for them, as on
+    raw inputs, with the reason saying which inputs it speaks of."""
+    x = torch.rand(64, 1, 28, 28)
+    raw = DFIL(inv_dfil=1.0)
+    assert raw.attack_inputs(x, torch.Generator().manual_seed(0)) is x
+    smoothed = DFIL(inv_dfil=1.0, targets="smoothed", smoothing=0.25)
+    out = smoothed.attack_inputs(x, torch.Generator().manual_seed(0))
+    again = smoothed.attack_inputs(x, torch.Generator().manual_seed(0))
+    assert torch.equal(out, again) and out.shape == x.shape
+    assert (out - x).std().item() == pytest.approx(0.25, rel=0.02)
+    assert abs((out - x).mean().item()) < 0.01
+    smoothed._exact_prior = False
+    basis = smoothed.bound_basis(MAPAttack())
+    assert basis["basis"] == "estimate" and "smoothed by N(0, 0.25²)" in basis["why"]
+    with pytest.raises(ConfigError, match="targets must be one of"):
+        DFIL(inv_dfil=1.0, targets="noisy")
 
 
 def test_release_noise_has_the_calibrated_scale(tmp_path) -> None:
@@ -427,5 +456,7 @@ def test_bench_run_scores_every_dfil_attack_row_and_plots_the_bounds(tmp_path) -
         expected = target if row["attack"] == "optimization" else 1 / (1 / target + 1 / TAU2)
         assert row["metrics"]["bound_mse"]["value"] == pytest.approx(expected, rel=1e-4)
     assert all(r["guarantee"]["notion"] == "dfil" for r in rows)
+    bases = {r["attack"]: r["guarantee"]["bound"]["basis"] for r in attack_rows}
+    assert bases == {"optimization": "estimate", "map": "theorem"}
     plot = tmp_path / "lb" / "plots" / "gaussian_dfil_bounds.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -243,3 +243,25 @@ def test_chance_level_is_the_majority_share_or_half_an_auc() -> None:
     constant = torch.zeros(len(y), 3)
     constant[:, 1] = 1.0
     assert accuracy(constant, y).mean() == pytest.approx(chance_level("accuracy", y))
+
+
+def test_utility_rows_record_how_constant_the_predictions_are() -> None:
+    """modal_prediction_share is 1.0 exactly for a constant predictor (the row the report
+    calls one), and the share of the most frequent predicted class otherwise."""
+    from types import SimpleNamespace
+
+    from bench.evaluate import utility_metrics
+    from bench.protocols import Release
+
+    y = torch.tensor([0, 1, 1, 2, 1, 0, 1, 1])
+    task = SimpleNamespace(num_classes=3, utility_metric="accuracy")
+
+    def scores_of(predicted: list[int]) -> SimpleNamespace:
+        return SimpleNamespace(predict=lambda release: torch.eye(3)[predicted])
+
+    release = Release.all_released(torch.zeros(8, 2))
+    constant = utility_metrics(task, scores_of([1] * 8), release, y, "m")
+    assert constant["modal_prediction_share"].value == 1.0
+    assert constant["accuracy"].value == constant["chance"].value
+    mixed = utility_metrics(task, scores_of([0, 1, 1, 2, 1, 0, 2, 2]), release, y, "m")
+    assert mixed["modal_prediction_share"].value == pytest.approx(3 / 8)

@@ -100,9 +100,10 @@ def test_kill_9_midway_then_rerun_completes_without_loss_or_duplicates(
     assert orphans == 0
     for job in jobs:  # and each with its full set of metrics (+ the audit on seed 0)
         audited = job.attack is None and job.seed == 0 and job.mechanism != "identity"
-        # utility: accuracy, chance, release_rate, fit_s, release_ms; attack: mse, l1, l2,
-        # psnr, ssim, their prior-guess mse_prior and ssim_prior, attack_s, release_rate.
-        assert per_job[job.hash] == (5 + audited if job.attack is None else 9)
+        # utility: accuracy, chance, modal_prediction_share, release_rate, fit_s, release_ms;
+        # attack: mse, l1, l2, psnr, ssim, their prior-guess mse_prior and ssim_prior,
+        # attack_s, release_rate.
+        assert per_job[job.hash] == (6 + audited if job.attack is None else 9)
 
 
 def test_ctrl_c_exits_130_with_a_resume_hint(tmp_path, tiny_suite) -> None:

@@ -55,6 +55,12 @@ _BUILTIN: tuple[MetricSpec, ...] = (
     MetricSpec("bound_mse", "higher", "bound", "claimed lower bound on per-dimension MSE"),
     MetricSpec("bound_validity", "higher", "bound", "fraction of samples respecting the claim"),
     MetricSpec("release_rate", "higher", "utility", "fraction of queries answered (not ⊥)"),
+    MetricSpec(
+        "modal_prediction_share",
+        "lower",
+        "reference",
+        "share of answered queries given the most frequent predicted class (1.0: constant)",
+    ),
     MetricSpec("eps_audit_lb", "lower", "privacy", "empirical lower bound on epsilon (audit)"),
     MetricSpec("fit_s", "lower", "cost", "mechanism fit time in seconds"),
     MetricSpec("release_ms", "lower", "cost", "release time per sample in milliseconds"),

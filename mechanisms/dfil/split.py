@@ -58,6 +58,7 @@ CODE = (  # the code an artifact of these mechanisms depends on (part of every c
 SCORE_FIT_SAMPLES = 4000  # training samples the score model is fitted on (then 1,000 held out)
 UNBIASED_ATTACKS = frozenset({"optimization"})
 DISCRETE = frozenset({"ids", "text"})
+TARGETS = ("raw", "smoothed")
 EXACT_DISCRETE_DIM = 4096  # largest embedding input for per-sample exact traces in bounds
 
 
@@ -89,6 +90,9 @@ class FisherSplitMechanism(Mechanism):
         "calib_samples": 128,
         "calib_dirs": 64,
         "smoothing": SMOOTHING,
+        # "raw": attacks target the test images; "smoothed": x + N(0, smoothing^2), the input
+        # distribution the van Trees prior term is estimated for (so the bound speaks of it).
+        "targets": "raw",
     }
 
     def check_params(self) -> None:
@@ -103,6 +107,8 @@ class FisherSplitMechanism(Mechanism):
         if p["calib_dirs"] == 1:
             raise ConfigError(f"mechanism {self.name}: calib_dirs must be 0 (exact) or >= 2")
         check_number(f"mechanism {self.name}: smoothing", p["smoothing"])
+        if p["targets"] not in TARGETS:
+            raise ConfigError(f"mechanism {self.name}: targets must be one of {TARGETS}")
 
     # ------------------------------------------------------------------ model
 
@@ -263,7 +269,13 @@ class FisherSplitMechanism(Mechanism):
         self._cache = ctx.cache
         self._prior: PriorTerm | None = None  # computed when a bound or the claim needs it
         self._table: torch.Tensor | None = None
+        self._exact_prior = callable(getattr(task, "gaussian_prior", None))
         if task.modality in DISCRETE:
+            if self.params["targets"] != "raw":
+                raise ConfigError(
+                    f"mechanism {self.name}: targets = 'smoothed' needs continuous inputs; "
+                    f"task {task.name} has {task.modality} inputs"
+                )
             self._fit_discrete(task, splits, ctx)
             return
         self._input_dim = math.prod(task.input_shape)
@@ -370,6 +382,47 @@ class FisherSplitMechanism(Mechanism):
             return cramer_rao_check(x, x_hat, self.unbiased_bound(dfil, queries))
         bound, ci = self.population_bound(queries)
         return van_trees_check(x, x_hat, bound, ci)
+
+    def attack_inputs(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """With targets = "smoothed": x + N(0, smoothing^2 I), a draw from the smoothed data
+        distribution whose score the van Trees prior term is fitted to (`_prior_term`), so
+        the attacks and the bound speak of the same inputs (seed paper Sec. 3.3.2)."""
+        if self.params["targets"] != "smoothed":
+            return x
+        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype)
+        return x + float(self.params["smoothing"]) * noise
+
+    def bound_basis(self, attack: Attack) -> dict[str, str]:
+        """Which bound `bound_metrics` checks for `attack` and whether it binds that attack
+        by theorem. Cramer-Rao (Kay 1993, Thm 3.2) binds unbiased estimators only, and
+        gradient inversion of a nonlinear encoder is not proven unbiased; van Trees (Gill &
+        Levit 1995, Thm 1) binds every attack, by theorem where the prior term is exact
+        (Gaussian task), else through the score-matching estimate, which is of the smoothed
+        data: it speaks of smoothed inputs, not of raw images (no smooth density)."""
+        if attack.name in UNBIASED_ATTACKS:
+            return {
+                "bound": "cramer-rao",
+                "basis": "estimate",
+                "why": "Cramér-Rao binds unbiased attacks; this attack is not proven unbiased",
+            }
+        if self._exact_prior:
+            return {
+                "bound": "van-trees",
+                "basis": "theorem",
+                "why": "van Trees with the exact Gaussian prior term binds every attack",
+            }
+        smoothing = float(self.params["smoothing"])
+        if self.params["targets"] == "smoothed":
+            why = (
+                f"van Trees on inputs smoothed by N(0, {smoothing:g}²); its prior term is a "
+                "sliced score-matching estimate"
+            )
+        else:
+            why = (
+                f"van Trees prior term estimated on inputs smoothed by N(0, {smoothing:g}²); "
+                "raw images are not from that distribution"
+            )
+        return {"bound": "van-trees", "basis": "estimate", "why": why}
 
     def _bound_params(self) -> dict[str, float]:
         """The van Trees prior term Tr(J(f_pi))/d, its standard error and the misfit of the
