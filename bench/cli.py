@@ -1,4 +1,4 @@
-"""The `bench` command line: list, run, leaderboard, compare, validate.
+"""The `bench` command line: list, run, leaderboard, reproduce, profile, compare, validate.
 
 User mistakes (`BenchError`, and usage errors) print one line on stderr and exit 2; an
 interrupted run exits 130 and resumes when the same command is run again.
@@ -289,6 +289,33 @@ def profile(
         )
     for line in profile_lines(timings, workers=jobs):
         typer.echo(line)
+
+
+@app.command()
+def reproduce(
+    paper: Annotated[str, typer.Argument(help="Paper id: posthoc, dfil, lucid or ip.")],
+    root: Annotated[Path, typer.Option(help="Where the committed leaderboards live.")] = Path(
+        "leaderboards"
+    ),
+) -> None:
+    """A paper's headline numbers beside the committed bench rows that answer them, with
+    computed verdicts (the table each suite's reproduction.md holds; that file and the page
+    are written with the suite's leaderboard)."""
+    from bench.report.reproduction import VERDICTS, paper_report
+
+    docs = paper_report(paper, root)
+    total = {v: sum(d["counts"].get(v, 0) for d in docs) for v in VERDICTS}
+    for doc in docs:
+        where = doc["suite"] or "(no bench suite)"
+        typer.echo(f"{where}:")
+        for cell in doc["cells"]:
+            b = cell["bench"]
+            bench = "—" if b is None else f"{b['value']:.4g} [{b['ci'][0]:.4g}, {b['ci'][1]:.4g}]"
+            typer.echo(
+                f"  {cell['source']:<14} {cell['id']:<40} paper {cell['paper']:<8.4g} "
+                f"bench {bench:<28} {cell['verdict']}"
+            )
+    typer.echo(f"{paper}: " + ", ".join(f"{n} {v}" for v, n in total.items()))
 
 
 def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:

@@ -174,9 +174,11 @@ def render_index_html(
     frontiers: dict[str, dict[str, Any]],
     plots: dict[str, list[dict]],
     utility_metrics: dict[str, str] | None = None,
+    reproductions: list[dict[str, Any]] | None = None,
 ) -> str:
-    """The page for a leaderboard document (the dict leaderboard.json holds): per task a
-    summary of each setting first, then every row in a details section, then plots."""
+    """The page for a leaderboard document (the dict leaderboard.json holds): the paper
+    reproduction tables (if a reference table names the suite), per task a summary of each
+    setting, then every row in a details section, then plots."""
     rows = doc["rows"]
     labels = attack_labels(rows)
     tasks = sorted({r["task"] for r in rows})
@@ -198,6 +200,7 @@ def render_index_html(
             metric_help={m: _metric_help(m) for m in columns},
             frontiers=frontiers,
             plots=plots,
+            reproductions=reproductions or [],
             overviews={
                 t: task_overview(
                     [r for r in rows if r["task"] == t], (utility_metrics or {}).get(t)
@@ -209,7 +212,10 @@ def render_index_html(
 
 
 def write_index_html(
-    out_dir: Path, doc: dict[str, Any], utility_metrics: dict[str, str] | None = None
+    out_dir: Path,
+    doc: dict[str, Any],
+    utility_metrics: dict[str, str] | None = None,
+    reproductions: list[dict[str, Any]] | None = None,
 ) -> list[Path]:
     """Write the frontier plots and index.html for the leaderboard document `doc` (as in
     leaderboard.json) into `out_dir`, beside the plots already there."""
@@ -218,7 +224,7 @@ def write_index_html(
     frontiers = write_frontier_plots(out_dir, doc["rows"], utility_metrics)
     tasks = sorted({r["task"] for r in doc["rows"]})
     plots = {task: _task_plots(out_dir, task) for task in tasks}
-    html = render_index_html(doc, frontiers, plots, utility_metrics)
+    html = render_index_html(doc, frontiers, plots, utility_metrics, reproductions)
     index = out_dir / "index.html"
     atomic_write(index, html.encode("utf-8"))
     frontier_files = [out_dir / "plots" / f"{_safe_name(t)}_frontier.png" for t in frontiers]

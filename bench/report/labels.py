@@ -202,12 +202,21 @@ def task_prior_baseline(rows: list[dict[str, Any]], score: str | None) -> dict[s
     )
 
 
-def flag_at_chance(rows: list[dict[str, Any]], utility: str | None) -> None:
-    """Mark each utility row at or below chance with `at_chance: true` (see `at_chance`), so
-    the JSON, Markdown and HTML all say it."""
+def flag_rows(rows: list[dict[str, Any]], utility: str | None) -> None:
+    """Mark each utility row at or below chance with `at_chance: true` (see `at_chance`), and
+    with `constant_predictor: true` where every seed answered every query with one class
+    (modal_prediction_share 1.0); give each attack row whose bound check says what it rests
+    on a `bound_basis` ("theorem" or "estimate"), so the JSON, Markdown and HTML all say it."""
     for row in rows:
-        if row["attack"] is None and at_chance(row, utility):
-            row["at_chance"] = True
+        if row["attack"] is None:
+            if at_chance(row, utility):
+                row["at_chance"] = True
+            modal = row["metrics"].get("modal_prediction_share")
+            if modal is not None and modal["ci"][0] >= 1.0:
+                row["constant_predictor"] = True
+        basis = ((row.get("guarantee") or {}).get("bound") or {}).get("basis")
+        if basis:
+            row["bound_basis"] = basis
 
 
 def prior_baseline_name(score: str) -> str:

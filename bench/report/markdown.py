@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.hashing import canonical_json
 from bench.report.labels import (
     ATTACK_METRICS,
     COST_METRICS,
@@ -82,8 +83,13 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
             str(max(r["seeds"] for r in config_rows)),
         ]
         if utility:
-            chance = " (at chance)" if base and base.get("at_chance") else ""
-            cells += [_cell(base_metrics.get(utility)) + chance]
+            flags = [
+                flag
+                for key, flag in (("at_chance", "at chance"), ("constant_predictor", "constant"))
+                if base and base.get(key)
+            ]
+            note = f" ({', '.join(flags)})" if flags else ""
+            cells += [_cell(base_metrics.get(utility)) + note]
         cells += [_cell(_first_metric(config_rows, n)) for n in extra]
         cells += [_cell(_worst_case(config_rows, m)) for m in worst_metrics]
         for a in attacks:
@@ -139,11 +145,48 @@ def leaderboard_markdown(
         settings = _attack_settings(task_rows)
         if settings:
             lines += ["", "Attack settings:", "", *settings]
+        bounds = _bound_lines(task_rows)
+        if bounds:
+            lines += [
+                "",
+                "Bounds checked against each attack (theorem: binds this attack by a stated "
+                "theorem, so its validity must be 1.0; estimate: rests on an estimated quantity "
+                "or on an assumption the attack need not meet):",
+                "",
+                *bounds,
+            ]
         waived = _expected_failure_lines(task_rows)
         if waived:
             lines += ["", "Declared expected failures of `bench validate` checks:", "", *waived]
         lines += _sentence_lines((sentences or {}).get(task, []))
     return "\n".join(lines) + "\n"
+
+
+def _bound_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """A table row per attack row with a bound check: the bound, its basis, why, its value
+    and how often it held."""
+    checked = [r for r in rows if _is_attack(r) and r.get("bound_basis")]
+    if not checked:
+        return []
+    labels = attack_labels(rows)
+    lines = [
+        "| mechanism | params | attack | bound | basis | bound_mse | bound_validity | why |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in checked:
+        bound = r["guarantee"]["bound"]
+        cells = [
+            r["mechanism"],
+            f"`{canonical_json(r['params'])}`",
+            _label_of(r, labels),
+            bound["bound"],
+            bound["basis"],
+            _cell(r["metrics"].get("bound_mse")),
+            _cell(r["metrics"].get("bound_validity")),
+            bound["why"],
+        ]
+        lines.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+    return lines
 
 
 def _expected_failure_lines(rows: list[dict[str, Any]]) -> list[str]:

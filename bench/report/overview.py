@@ -67,11 +67,17 @@ def bound_broken(validity: dict[str, Any] | None, notion: str | None) -> bool:
     return _binomial_tail(failed, n, TEST_FALSE_ALARM) < BROKEN_P
 
 
-def _weakest_validity(rows: Any) -> dict[str, Any] | None:
-    """The lowest bound_validity of a setting's rows (utility row for iDP bounds, each
+def _weakest_validity_row(rows: Any) -> dict[str, Any] | None:
+    """The row with the lowest bound_validity of a setting (utility row for iDP bounds, each
     attack's row for dFIL bounds): a bound is only as valid as where it held least."""
-    found = [r["metrics"]["bound_validity"] for r in rows if "bound_validity" in r["metrics"]]
-    return min(found, key=lambda m: m["value"]) if found else None
+    found = [r for r in rows if "bound_validity" in r["metrics"]]
+    return min(found, key=lambda r: r["metrics"]["bound_validity"]["value"]) if found else None
+
+
+def bound_of(row: dict[str, Any] | None) -> dict[str, str]:
+    """What an attack row's bound check rests on ({"bound", "basis", "why"}; empty if the
+    mechanism did not say): "theorem" or "estimate" (bench.protocols.Mechanism.bound_basis)."""
+    return ((row or {}).get("guarantee") or {}).get("bound") or {}
 
 
 def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, Any]:
@@ -98,6 +104,12 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         metrics = util_row["metrics"] if util_row else {}
         held = score_name_in(worst["metrics"], score) if worst else None
         any_row = util_row or worst or next(iter(entry["rows"].values()))
+        weakest = _weakest_validity_row(entry["rows"].values())
+        weakest_bound = bound_of(weakest)
+        broken = bound_broken(
+            weakest["metrics"]["bound_validity"] if weakest else None,
+            (any_row.get("guarantee") or {}).get("notion"),
+        )
         lines.append(
             {
                 "mechanism": entry["mechanism"],
@@ -108,7 +120,9 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "attack": _cell(worst["metrics"].get(held)) if worst and held else None,
                 "attack_by": (worst.get("sources") or {}).get(held, "") if worst and held else "",
                 "audit": _cell(metrics.get("eps_audit_lb")),
-                "validity": _cell(_weakest_validity(entry["rows"].values())),
+                "validity": _cell(weakest["metrics"]["bound_validity"] if weakest else None),
+                "validity_basis": weakest_bound.get("basis", ""),
+                "validity_why": weakest_bound.get("why", ""),
                 "per_attack": [
                     {
                         "attack": label,
@@ -116,6 +130,8 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                             row["metrics"].get(score_name_in(row["metrics"], score) or "")
                         ),
                         "mse": _cell(row["metrics"].get("mse")) if score != "mse" else None,
+                        "validity": _cell(row["metrics"].get("bound_validity")),
+                        "bound": bound_of(row),
                     }
                     for label, row in sorted(entry["rows"].items())
                     if label not in ("utility", WORST_CASE)
@@ -123,11 +139,13 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "paper": any_row.get("paper") or "",
                 "docs": any_row.get("docs") or "",
                 "at_chance": at_chance(util_row, utility),
+                "constant": bool(util_row and util_row.get("constant_predictor")),
                 "unreliable": any(r.get("unreliable") for r in entry["rows"].values()),
-                "bound_broken": bound_broken(
-                    _weakest_validity(entry["rows"].values()),
-                    (any_row.get("guarantee") or {}).get("notion"),
-                ),
+                # A bound that binds by theorem and fails is a broken claim; one resting on an
+                # estimate (or on an assumption the attack need not meet) that fails says the
+                # estimate does not carry over to this attack.
+                "bound_broken": broken and weakest_bound.get("basis") != "estimate",
+                "estimate_fails": broken and weakest_bound.get("basis") == "estimate",
             }
         )
     return {

@@ -16,12 +16,17 @@ from bench.report.html import report_stamp, write_index_html
 from bench.report.labels import (
     _rows_by_task,
     _safe_name,
-    flag_at_chance,
+    flag_rows,
     row_sort_key,
     utility_metric_of,
 )
 from bench.report.markdown import SentenceExample, leaderboard_markdown
 from bench.report.plots import privacy_utility_png, reconstruction_grid_png
+from bench.report.reproduction import (
+    reproduction_json,
+    reproduction_markdown,
+    suite_reproductions,
+)
 
 
 def write_leaderboard(
@@ -39,8 +44,10 @@ def write_leaderboard(
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
     (label, x, x_hat), plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil`
-    (bench.report.dfil_plots), and last index.html, the static page that shows them all. Text tasks'
-    reconstructed `sentences` (label, originals, reconstructions) go into the Markdown.
+    (bench.report.dfil_plots), reproduction.{md,json} when a paper's reference table names
+    the suite (bench.report.reproduction), and last index.html, the static page that shows
+    them all. Text tasks' reconstructed `sentences` (label, originals, reconstructions) go
+    into the Markdown.
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
@@ -49,11 +56,12 @@ def write_leaderboard(
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     stamp = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
     rows = _prepared(rows, utility_metrics)
+    board = leaderboard_json(suite, suite_version, rows, code_version, stamp)
+    doc = json.loads(board)
+    # From the rows as published (rounded): `bench reproduce` on the committed JSON agrees.
+    reproductions = suite_reproductions(suite, doc["rows"])
     written = [
-        _atomic_write_text(
-            out_dir / "leaderboard.json",
-            leaderboard_json(suite, suite_version, rows, code_version, stamp),
-        ),
+        _atomic_write_text(out_dir / "leaderboard.json", board),
         _atomic_write_text(out_dir / "leaderboard.csv", leaderboard_csv(rows)),
         _atomic_write_text(
             out_dir / "leaderboard.md",
@@ -62,6 +70,11 @@ def write_leaderboard(
             ),
         ),
     ]
+    if reproductions:
+        written += [
+            _atomic_write_text(out_dir / "reproduction.md", reproduction_markdown(reproductions)),
+            _atomic_write_text(out_dir / "reproduction.json", reproduction_json(reproductions)),
+        ]
     for task, task_rows in _rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         path = out_dir / "plots" / f"{_safe_name(task)}.png"
@@ -74,8 +87,7 @@ def write_leaderboard(
             written.append(path)
     # Attack MSE vs 1/dFIL with the Cramer-Rao and van Trees bounds, for suites sweeping it.
     written += write_dfil_plots(rows, out_dir)
-    doc = json.loads(leaderboard_json(suite, suite_version, rows, code_version, stamp))
-    written += write_index_html(out_dir, doc, utility_metrics)
+    written += write_index_html(out_dir, doc, utility_metrics, reproductions)
     return written
 
 
@@ -85,7 +97,7 @@ def _prepared(
     """Rows in leaderboard order with the at-chance flags set: what every file shows."""
     rows = sorted(rows, key=row_sort_key)
     for task, task_rows in _rows_by_task(rows).items():
-        flag_at_chance(task_rows, (utility_metrics or {}).get(task) or utility_metric_of(task_rows))
+        flag_rows(task_rows, (utility_metrics or {}).get(task) or utility_metric_of(task_rows))
     return rows
 
 
@@ -105,7 +117,13 @@ def leaderboard_is_current(
     json_path, page = Path(out_dir) / "leaderboard.json", Path(out_dir) / "index.html"
     if not (json_path.is_file() and page.is_file()):
         return False
-    text = leaderboard_json(
-        suite, suite_version, _prepared(rows, utility_metrics), code_version, generated_at
+    rows = _prepared(rows, utility_metrics)
+    text = leaderboard_json(suite, suite_version, rows, code_version, generated_at)
+    reproductions = suite_reproductions(suite, json.loads(text)["rows"])
+    repro_path = Path(out_dir) / "reproduction.json"
+    repro_current = (
+        repro_path.is_file() and repro_path.read_text() == reproduction_json(reproductions)
+        if reproductions
+        else not repro_path.exists()
     )
-    return json_path.read_text() == text and report_stamp() in page.read_text()
+    return json_path.read_text() == text and repro_current and report_stamp() in page.read_text()
