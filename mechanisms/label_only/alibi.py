@@ -28,10 +28,12 @@ from torch import nn
 
 from bench.errors import ConfigError
 from bench.hashing import derive_seed, files_digest, seeded_init
-from bench.protocols import FitContext, Guarantee, Splits, Task
+from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
+from mechanisms.label_only import tuning
 from mechanisms.label_only.base import LabelOnlyMechanism
 from mechanisms.label_only.dp_sgd import BATCH, LR
+from mechanisms.label_only.tuning import Choice, check_tune, choose, tuning_params
 
 PRIORS = ("uniform", "frequency")
 MIN_FREQUENCY = 1e-3  # floor of an estimated class frequency
@@ -77,12 +79,18 @@ def noisy_frequencies(noisy: torch.Tensor, eps: float, iterations: int = 100) ->
 
 
 def train_soft(
-    model: nn.Module, x: torch.Tensor, targets: torch.Tensor, *, epochs: int, seed: int
+    model: nn.Module,
+    x: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    epochs: int,
+    seed: int,
+    lr: float = LR,
 ) -> dict[str, torch.Tensor]:
-    """Train `model` in place with SGD (LUCID's lr and batch) on soft-label cross-entropy;
-    returns its weights."""
+    """Train `model` in place with SGD (LUCID's batch; lr LUCID's unless tuned) on
+    soft-label cross-entropy; returns its weights."""
     generator = torch.Generator().manual_seed(derive_seed(seed, "alibi-batches"))
-    optimiser = torch.optim.SGD(model.parameters(), lr=LR)
+    optimiser = torch.optim.SGD(model.parameters(), lr=lr)
     targets = targets.float()
     model.train()
     for _ in range(epochs):
@@ -95,11 +103,21 @@ def train_soft(
 
 
 def train_alibi(
-    task: Task, x: torch.Tensor, y: torch.Tensor, *, eps: float, prior: str, refine: int, seed: int
+    task: Task,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    eps: float,
+    prior: str,
+    refine: int,
+    seed: int,
+    lr: float = LR,
+    epochs: int | None = None,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """ALIBI's fit: noisy labels, posterior soft targets, training, `refine` rounds of
     model-prior refinement (each retrained from the same initialisation). Returns the
-    final weights and the final soft targets."""
+    final weights and the final soft targets. `epochs` defaults to the task's."""
+    epochs = epochs_of(task) if epochs is None else epochs
     k = task.num_classes
     noise = torch.Generator().manual_seed(derive_seed(seed, "alibi-label-noise"))
     noisy = noisy_labels(y, k, eps, noise)
@@ -108,13 +126,13 @@ def train_alibi(
     with seeded_init(seed, "alibi-init"):
         model = task.model()
     init = {name: v.clone() for name, v in model.state_dict().items()}
-    weights = train_soft(model, x, targets, epochs=epochs_of(task), seed=seed)
+    weights = train_soft(model, x, targets, epochs=epochs, seed=seed, lr=lr)
     for _ in range(refine):
         with torch.no_grad():
             model_prior = torch.softmax(model(x).double(), dim=1)
         targets = label_posterior(noisy, eps, model_prior)
         model.load_state_dict(init)
-        weights = train_soft(model, x, targets, epochs=epochs_of(task), seed=seed)
+        weights = train_soft(model, x, targets, epochs=epochs, seed=seed, lr=lr)
     return weights, targets
 
 
@@ -130,7 +148,12 @@ class Alibi(LabelOnlyMechanism):
 
     name = "alibi"
     paper = "https://arxiv.org/abs/2106.03408"
-    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "prior": "uniform", "refine": 0}
+    defaults: ClassVar[dict[str, Any]] = {
+        "eps": 1.0,
+        "prior": "uniform",
+        "refine": 0,
+        "tune": False,
+    }
 
     def check_params(self) -> None:
         p = self.params
@@ -143,31 +166,66 @@ class Alibi(LabelOnlyMechanism):
         refine = p["refine"]
         if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
             raise ConfigError("mechanism alibi: refine must be an integer >= 0 (rounds)")
+        check_tune(self.name, p["tune"])
+
+    def _train(
+        self, task: Task, data: DataSplit, lr: float, epochs: int, seed: int
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """ALIBI at this row's eps on `data`: (weights, soft targets)."""
+        return train_alibi(
+            task,
+            data.x,
+            data.y,
+            eps=float(self.params["eps"]),
+            prior=str(self.params["prior"]),
+            refine=int(self.params["refine"]),
+            seed=seed,
+            lr=lr,
+            epochs=epochs,
+        )
+
+    def _proxy_model(
+        self, task: Task, data: DataSplit, lr: float, epochs: int, seed: int
+    ) -> nn.Module:
+        model = task.model()
+        model.load_state_dict(self._train(task, data, lr, epochs, seed)[0])
+        return model.eval()
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         self.num_classes = task.num_classes
         self.memory = {}
         train = task.splits().train
+        code = files_digest(
+            [Path(__file__), Path(__file__).with_name("dp_sgd.py"), Path(tuning.__file__)]
+        )
+        self.tuning: Choice | None = None
+        lr, epochs = LR, epochs_of(task)
+        if self.params["tune"]:  # lr and epochs chosen on public aux data (tuning.py)
+            key = {"artifact": "label-only-tuning", "method": "alibi", "code": code}
+            key |= {"task": task.config(), "data": task.data_fingerprint(), "seed": ctx.seed}
+            key["params"] = self.params
+            seed = derive_seed(ctx.seed, "tuning")
+
+            def proxy(data: DataSplit, r: float, e: int) -> nn.Module:
+                return self._proxy_model(task, data, r, e, seed)
+
+            self.tuning = Choice(
+                **ctx.cache.get_or_build(key, lambda: vars(choose(task, len(train), proxy)))
+            )
+            lr, epochs = self.tuning.lr, self.tuning.epochs
         recipe = {
             "artifact": "alibi-network",
-            "code": files_digest([Path(__file__), Path(__file__).with_name("dp_sgd.py")]),
+            "code": code,
             "task": task.config(),
             "data": task.data_fingerprint(),
             "seed": ctx.seed,
-            "epochs": epochs_of(task),
+            "epochs": epochs,
+            "lr": lr,
             "params": self.params,
         }
 
         def build() -> dict[str, torch.Tensor]:
-            weights, targets = train_alibi(
-                task,
-                train.x,
-                train.y,
-                eps=float(self.params["eps"]),
-                prior=str(self.params["prior"]),
-                refine=int(self.params["refine"]),
-                seed=ctx.seed,
-            )
+            weights, targets = self._train(task, train, lr, epochs, ctx.seed)
             return {**weights, "soft_targets": targets}
 
         state = dict(ctx.cache.get_or_build(recipe, build))
@@ -180,6 +238,5 @@ class Alibi(LabelOnlyMechanism):
         return torch.zeros(len(x), dtype=torch.bool)
 
     def guarantee(self) -> Guarantee:
-        return Guarantee(
-            "dp", {"eps": float(self.params["eps"]), "delta": 0.0}, "training-labels/replace-one"
-        )
+        params = {"eps": float(self.params["eps"]), "delta": 0.0, **tuning_params(self.tuning)}
+        return Guarantee("dp", params, "training-labels/replace-one")

@@ -34,6 +34,7 @@ from torch import nn
 from bench.certify.idp.bound import Groups
 from bench.errors import ConfigError
 from bench.protocols import Guarantee, Mechanism, Release
+from mechanisms.label_only.tuning import Choice, check_tune, tuning_params
 
 
 def keep_probability(eps: float, num_classes: int) -> float:
@@ -80,18 +81,22 @@ class LabelOnlyMechanism(Mechanism):
     modalities = frozenset({"tabular"})  # the iDP-DB MILP encodes dense ReLU networks
     repeatable_queries = False  # a repeated query gets the remembered answer
     releases_labels = True
-    defaults: ClassVar[dict[str, Any]] = {"eps": 0.0}
+    # tune: train with the lr and epochs chosen on public data (tuning.py), the same grid
+    # for every method of the family; false: the paper's fixed recipe.
+    defaults: ClassVar[dict[str, Any]] = {"eps": 0.0, "tune": False}
 
     def check_params(self) -> None:
         eps = self.params["eps"]
         if not (isinstance(eps, int | float) and math.isfinite(eps) and eps >= 0):
             raise ConfigError(f"mechanism {self.name}: eps must be a finite number >= 0")
+        check_tune(self.name, self.params.get("tune", False))
 
     num_classes: int
     model: nn.Module  # the network whose labels are served (set by `fit`)
     memory: dict[bytes, int]  # remembered noisy answers, per input
     answers_records = False  # map each query to its canonical record before answering
     groups: Groups = ()  # one-hot groups of the task's records (set by `fit`)
+    tuning: Choice | None = None  # the training configuration chosen on public data, if tuned
 
     def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         """(N,) bool: inputs whose predicted label might leak membership."""
@@ -118,7 +123,8 @@ class LabelOnlyMechanism(Mechanism):
         return release.values
 
     def guarantee(self) -> Guarantee:
-        return Guarantee("idp", {"eps": float(self.params["eps"])}, "training-set/leave-one-out")
+        params = {"eps": float(self.params["eps"]), **tuning_params(self.tuning)}
+        return Guarantee("idp", params, "training-set/leave-one-out")
 
 
 def confidence(logits: torch.Tensor) -> torch.Tensor:

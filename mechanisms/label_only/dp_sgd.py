@@ -19,10 +19,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.errors import ConfigError
-from bench.hashing import files_digest, seeded_init
-from bench.protocols import FitContext, Guarantee, Splits, Task
+from bench.hashing import derive_seed, files_digest, seeded_init
+from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
+from mechanisms.label_only import tuning
 from mechanisms.label_only.base import LabelOnlyMechanism
+from mechanisms.label_only.tuning import Choice, check_tune, choose, tuning_params
 
 LR = 0.1  # LUCID's SGD learning rate, so the two rows differ only by the DP training
 BATCH = 1024
@@ -38,6 +40,7 @@ def train_dp_sgd(
     epochs: int,
     max_grad_norm: float,
     seed: int,
+    lr: float = LR,
 ) -> tuple[dict[str, torch.Tensor], float]:
     """Train `model` with DP-SGD for (eps, delta); returns its weights and the noise
     multiplier the accountant chose."""
@@ -49,7 +52,7 @@ def train_dp_sgd(
         batch_size=min(BATCH, len(x)),
         generator=torch.Generator().manual_seed(seed),
     )
-    optimiser = torch.optim.SGD(model.parameters(), lr=LR)
+    optimiser = torch.optim.SGD(model.parameters(), lr=lr)
     engine = PrivacyEngine(accountant="rdp")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)  # Opacus draws its noise from the global generator
@@ -87,7 +90,12 @@ class DPSGD(LabelOnlyMechanism):
 
     name = "dp-sgd"
     paper = "https://doi.org/10.1145/2976749.2978318"
-    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "delta": 1e-5, "max_grad_norm": 1.0}
+    defaults: ClassVar[dict[str, Any]] = {
+        "eps": 1.0,
+        "delta": 1e-5,
+        "max_grad_norm": 1.0,
+        "tune": False,
+    }
 
     def check_params(self) -> None:
         p = self.params
@@ -96,36 +104,66 @@ class DPSGD(LabelOnlyMechanism):
                 raise ConfigError(f"mechanism dp-sgd: {key} must be a positive number")
         if not (isinstance(p["delta"], int | float) and 0 < p["delta"] < 1):
             raise ConfigError("mechanism dp-sgd: delta must lie in (0, 1)")
+        check_tune(self.name, p["tune"])
+
+    def _train(self, data: DataSplit, lr: float, epochs: int, seed: int) -> nn.Module:
+        """A fresh network trained with DP-SGD at this row's (eps, delta) on `data`."""
+        with seeded_init(seed, "dp-sgd-init"):
+            model = self._task.model()
+        weights, sigma = train_dp_sgd(
+            model,
+            data.x,
+            data.y,
+            eps=float(self.params["eps"]),
+            delta=float(self.params["delta"]),
+            epochs=epochs,
+            max_grad_norm=float(self.params["max_grad_norm"]),
+            seed=seed,
+            lr=lr,
+        )
+        self._sigma = sigma
+        fresh = self._task.model()  # without the hooks Opacus left on `model`
+        fresh.load_state_dict(weights)
+        return fresh.eval()
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         self.num_classes = task.num_classes
         self.memory = {}
+        self._task = task
         train = task.splits().train
         epochs = int(task.config().get("train_epochs", 30))
+        code = files_digest([Path(__file__), Path(tuning.__file__)])
+        self.tuning: Choice | None = None
+        lr = LR
+        if self.params["tune"]:  # lr and epochs chosen on public aux data (tuning.py)
+            key = {"artifact": "label-only-tuning", "method": "dp-sgd", "code": code}
+            key |= {"task": task.config(), "data": task.data_fingerprint(), "seed": ctx.seed}
+            key["params"] = self.params
+            tuning_seed = derive_seed(ctx.seed, "tuning")
+            self.tuning = Choice(
+                **ctx.cache.get_or_build(
+                    key,
+                    lambda: vars(
+                        choose(task, len(train), lambda d, r, e: self._train(d, r, e, tuning_seed))
+                    ),
+                )
+            )
+            lr, epochs = self.tuning.lr, self.tuning.epochs
         recipe = {
             "artifact": "dp-sgd-network",
-            "code": files_digest([Path(__file__)]),  # retrain when the training code changes
+            "code": code,  # retrain when the training code changes
             "task": task.config(),
             "data": task.data_fingerprint(),
             "seed": ctx.seed,
             "epochs": epochs,
+            "lr": lr,
             "params": self.params,
         }
 
         def build() -> dict[str, torch.Tensor]:
-            with seeded_init(ctx.seed, "dp-sgd-init"):
-                model = task.model()
-            weights, sigma = train_dp_sgd(
-                model,
-                train.x,
-                train.y,
-                eps=float(self.params["eps"]),
-                delta=float(self.params["delta"]),
-                epochs=epochs,
-                max_grad_norm=float(self.params["max_grad_norm"]),
-                seed=ctx.seed,
-            )
-            return {**weights, "noise_multiplier": torch.tensor(sigma)}
+            model = self._train(train, lr, epochs, ctx.seed)
+            weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            return {**weights, "noise_multiplier": torch.tensor(self._sigma)}
 
         state = ctx.cache.get_or_build(recipe, build)
         self.noise_multiplier = float(state["noise_multiplier"])
@@ -138,6 +176,5 @@ class DPSGD(LabelOnlyMechanism):
 
     def guarantee(self) -> Guarantee:
         p = self.params
-        return Guarantee(
-            "dp", {"eps": float(p["eps"]), "delta": float(p["delta"])}, "training-set/add-remove"
-        )
+        params = {"eps": float(p["eps"]), "delta": float(p["delta"]), **tuning_params(self.tuning)}
+        return Guarantee("dp", params, "training-set/add-remove")

@@ -26,11 +26,12 @@ from bench.certify.idp import diff as idp_diff
 from bench.certify.idp.bound import VARIANTS, decision_bound, dense_layers
 from bench.certify.idp.diff import differential_bound
 from bench.errors import ConfigError
-from bench.hashing import files_digest
+from bench.hashing import derive_seed, files_digest
 from bench.metrics.stats import summarize
-from bench.protocols import FitContext, Guarantee, Splits, Task
+from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.label_only import leave_one_out as loo_training
+from mechanisms.label_only import tuning
 from mechanisms.label_only.base import (
     LabelOnlyMechanism,
     canonical_records,
@@ -38,6 +39,7 @@ from mechanisms.label_only.base import (
     one_hot_groups,
 )
 from mechanisms.label_only.leave_one_out import LooRecipe, leave_one_out, stacked_logits
+from mechanisms.label_only.tuning import Choice, check_tune, choose, tuning_params
 
 # The paper's Table 4 ablation, and `diff`: per-network differential bounds refined best
 # first (bench/certify/idp/diff.py), the tightest and the one the suites use.
@@ -51,9 +53,40 @@ def _code_digest(*modules: Any) -> str:
     return files_digest([Path(m.__file__) for m in modules])
 
 
-def loo_networks(task: Task, ctx: FitContext, progress: bool = False) -> dict[str, torch.Tensor]:
-    """N and its n leave-one-out networks, stacked (cached per task, data and seed)."""
-    recipe = LooRecipe(epochs=int(task.config().get("train_epochs", 30)), seed=ctx.seed)
+def loo_recipe(task: Task, ctx: FitContext, tune: bool) -> tuple[LooRecipe, Choice | None]:
+    """The training recipe of N and its leave-one-out networks: the paper's (SGD lr 0.1, the
+    task's epochs), or with `tune` the lr and epochs chosen on public aux data
+    (mechanisms/label_only/tuning.py; cached per task, data and seed)."""
+    epochs = int(task.config().get("train_epochs", 30))
+    if not tune:
+        return LooRecipe(epochs=epochs, seed=ctx.seed), None
+    train = task.splits().train
+
+    def fit_proxy(proxy: DataSplit, lr: float, e: int) -> nn.Module:
+        recipe = LooRecipe(lr=lr, epochs=e, seed=derive_seed(ctx.seed, "tuning"))
+        return loo_training.train_sequential(task.model(), proxy, -1, recipe).eval()
+
+    key = {
+        "artifact": "label-only-tuning",
+        "method": "sgd",
+        "task": task.config(),
+        "data": task.data_fingerprint(),
+        "seed": ctx.seed,
+        "code": _code_digest(loo_training, tuning),
+    }
+    choice = Choice(
+        **ctx.cache.get_or_build(key, lambda: vars(choose(task, len(train), fit_proxy)))
+    )
+    return LooRecipe(lr=choice.lr, epochs=choice.epochs, seed=ctx.seed), choice
+
+
+def loo_networks(
+    task: Task, ctx: FitContext, progress: bool = False, recipe: LooRecipe | None = None
+) -> dict[str, torch.Tensor]:
+    """N and its n leave-one-out networks, stacked (cached per task, data, recipe and
+    seed); the paper's recipe unless one is given."""
+    if recipe is None:
+        recipe = LooRecipe(epochs=int(task.config().get("train_epochs", 30)), seed=ctx.seed)
     key = {
         "artifact": "leave-one-out-networks",
         "task": task.config(),
@@ -69,7 +102,8 @@ def loo_networks(task: Task, ctx: FitContext, progress: bool = False) -> dict[st
 
 class LeaveOneOutAccess(LabelOnlyMechanism):
     """Label-only access to N, the first of the stacked leave-one-out networks, answering
-    each query as its canonical record (the domain LUCID's bound covers)."""
+    each query as its canonical record (the domain LUCID's bound covers). With `tune`, N and
+    every N_i train with the lr and epochs chosen on public data (tuning.py)."""
 
     answers_records = True
 
@@ -83,7 +117,8 @@ class LeaveOneOutAccess(LabelOnlyMechanism):
         self.memory = {}
         self.groups = one_hot_groups(task)
         self.arch = task.model()
-        self.stacked = loo_networks(task, ctx, ctx.progress)
+        self.recipe, self.tuning = loo_recipe(task, ctx, bool(self.params["tune"]))
+        self.stacked = loo_networks(task, ctx, ctx.progress, self.recipe)
         self.model = _Member(self.arch, {k: v[0] for k, v in self.stacked.items()})
 
 
@@ -113,16 +148,16 @@ class LabelOnly(LeaveOneOutAccess):
 
     name = "label-only"
     paper = "https://arxiv.org/abs/2502.16519"
-    defaults: ClassVar[dict[str, Any]] = {}
+    defaults: ClassVar[dict[str, Any]] = {"tune": False}
 
     def check_params(self) -> None:
-        pass
+        check_tune(self.name, self.params["tune"])
 
     def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         return torch.zeros(len(x), dtype=torch.bool)
 
     def guarantee(self) -> Guarantee:
-        return Guarantee("none")
+        return Guarantee("none", tuning_params(self.tuning))
 
 
 @register_mechanism
@@ -154,6 +189,7 @@ class Lucid(LeaveOneOutAccess):
     paper = "https://arxiv.org/abs/2502.16519"
     defaults: ClassVar[dict[str, Any]] = {
         "eps": 0.0,
+        "tune": False,
         "variant": "full",
         "time_limit": 60.0,
         "budget": 600.0,
@@ -185,6 +221,7 @@ class Lucid(LeaveOneOutAccess):
             "task": task.config(),
             "data": task.data_fingerprint(),
             "seed": ctx.seed,
+            "networks": vars(self.recipe),  # bounds of these networks, no others
             "variant": self.params["variant"],
             "time_limit": self.params["time_limit"],
             "budget": self.params["budget"],
