@@ -317,3 +317,20 @@ def test_a_refuted_claim_marks_every_row_of_its_setting_unreliable() -> None:
     upheld = [row(None, {"eps_audit_lb": entry(0.6)}), row("map", {"mse": entry(0.1)})]
     report_rows.flag_unreliable(upheld)
     assert not any(r["unreliable"] for r in upheld)
+
+
+def test_tuned_rows_keep_every_seeds_choice_and_the_markdown_lists_them(tmp_path) -> None:
+    """A mechanism tuned per seed (guarantee.tuning) keeps each seed's configuration on its
+    row, and the Markdown says what each seed trained with, outside the guarantee column."""
+    jobs = [_job(seed, "gauss-input", {"sigma": 0.1, "r": 0.1}, None) for seed in (0, 1)]
+    for seed, job in enumerate(jobs):
+        job["guarantee"] = {
+            **job["guarantee"],
+            "tuning": {"lr": (0.1, 0.3)[seed], "epochs": 30, "val_accuracy": 0.8},
+        }
+    (row,) = build_rows(jobs)
+    assert [c["lr"] for c in row["guarantee"]["tuning"]] == [0.1, 0.3]
+    write_leaderboard("tuned", "1", [row], tmp_path, code_version="c", generated_at=STAMP)
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "lr 0.1, 30 epochs (validation 0.8); lr 0.3, 30 epochs (validation 0.8)" in md
+    assert "tuning=" not in md

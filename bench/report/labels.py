@@ -30,7 +30,8 @@ def describe_guarantee(guarantee: dict[str, Any]) -> str:
     notion = guarantee.get("notion", "none")
     if notion in (None, "none"):
         return "none"
-    skip = ("notion", "distance", "bound")  # "bound": what an attack row's check rests on
+    # "bound": what an attack row's check rests on; "tuning": how the model was trained.
+    skip = ("notion", "distance", "bound", "tuning")
     names = [k for k in guarantee if k not in skip and guarantee[k] is not None]
     names.sort(key=lambda k: (_PARAM_ORDER.index(k) if k in _PARAM_ORDER else len(_PARAM_ORDER), k))
     params = [f"{_PARAM_SYMBOLS.get(k, k)}={_fmt_short(guarantee[k])}" for k in names]

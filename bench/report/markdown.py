@@ -145,6 +145,15 @@ def leaderboard_markdown(
         settings = _attack_settings(task_rows)
         if settings:
             lines += ["", "Attack settings:", "", *settings]
+        tuned = _tuning_lines(task_rows)
+        if tuned:
+            lines += [
+                "",
+                "Training configurations chosen on public data (the same grid for every "
+                "method, by accuracy on the aux validation split; seed by seed):",
+                "",
+                *tuned,
+            ]
         bounds = _bound_lines(task_rows)
         if bounds:
             lines += [
@@ -160,6 +169,21 @@ def leaderboard_markdown(
             lines += ["", "Declared expected failures of `bench validate` checks:", "", *waived]
         lines += _sentence_lines((sentences or {}).get(task, []))
     return "\n".join(lines) + "\n"
+
+
+def _tuning_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per utility row whose model was tuned: the chosen lr and epochs."""
+    out = []
+    for r in rows:
+        choices = (r.get("guarantee") or {}).get("tuning")
+        if r["attack"] is None and choices:
+            per_seed = "; ".join(
+                f"lr {c['lr']:g}, {c['epochs']:g} epochs (validation {c['val_accuracy']:.3g})"
+                for c in choices
+                if c
+            )
+            out.append(f"- {r['mechanism']} `{canonical_json(r['params'])}`: {per_seed}")
+    return out
 
 
 def _bound_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -86,11 +86,14 @@ def _build_row(group: list[dict[str, Any]]) -> dict[str, Any]:
             f"duplicate seeds {seeds} for {first['task']}/{first['mechanism']} "
             f"attack={first.get('attack')}; each job must appear once"
         )
+    guarantee = dict(first.get("guarantee") or {"notion": "none"})
+    if "tuning" in guarantee:  # each seed tunes on its own: keep every seed's choice
+        guarantee["tuning"] = [(r.get("guarantee") or {}).get("tuning") for r in group]
     return {
         "task": first["task"],
         "mechanism": first["mechanism"],
         "params": _sorted_obj(first.get("params") or {}),
-        "guarantee": _guarantee_obj(first.get("guarantee") or {"notion": "none"}),
+        "guarantee": _guarantee_obj(guarantee),
         "attack": first.get("attack"),
         "attack_params": _sorted_obj(first.get("attack_params") or {}),
         "seeds": len(seeds),
