@@ -297,3 +297,33 @@ def test_mechanisms_that_never_abstain_show_their_score_beside_abstaining_ones()
     assert by_setting["ldp", "eps=2"]["attack_by"] == "map"
     # Numbers ordered as numbers: eps 2 before eps 10.
     assert [line["setting"] for line in overview["lines"]] == ["eps=2", "eps=10", ""]
+
+
+def test_smoothed_scoring_is_shown_but_never_ranked_and_bounds_say_their_basis() -> None:
+    """dFIL rows scored on smoothed inputs (targets = "smoothed") are the same mechanism
+    scored another way: off the frontier and the fixed-privacy bands, with a badge; a
+    failed bound that rests on an estimate is "estimate fails", not "bound broken"."""
+    from bench.report.overview import task_overview
+
+    raw = _setting("dfil", 1.0, 0.8, 0.5)
+    smoothed = _setting("dfil", 1.0, 0.8, 0.1)
+    for row in smoothed:
+        row["params"] = {"eps": 1.0, "targets": "smoothed"}
+    attack = {**raw[1], "attack": "map", "metrics": {"ssim": _metric(0.5)}}
+    attack["metrics"]["bound_validity"] = {"value": 0.0, "ci": [0.0, 0.0], "n": 1}
+    why = "van Trees prior term estimated on smoothed inputs"
+    attack["guarantee"] = {
+        "notion": "dfil",
+        "bound": {"bound": "van-trees", "basis": "estimate", "why": why},
+    }
+    rows = [*raw, attack, *smoothed]
+    _, points = frontier_points(rows, "accuracy")
+    assert [p.params for p in points] == [{"eps": 1.0}]
+    overview = task_overview(rows, "accuracy")
+    lines = {line["all_params"]: line for line in overview["lines"]}
+    assert [line["alternative_scoring"] for line in lines.values()] == [False, True]
+    assert all(band["line"] is None for band in overview["best"][:2])  # smoothed 0.1 not used
+    (raw_line,) = [line for line in lines.values() if not line["alternative_scoring"]]
+    assert raw_line["estimate_fails"] and not raw_line["bound_broken"]
+    assert raw_line["validity_basis"] == "estimate"
+    assert overview["bases"] == [("van-trees", "estimate", why)]

@@ -18,6 +18,7 @@ from typing import Any
 from bench.hashing import canonical_json
 from bench.report.labels import (
     WORST_CASE,
+    alternative_scoring,
     at_chance,
     privacy_label,
     score_name_in,
@@ -82,7 +83,7 @@ def frontier_points(
     points = []
     for config in by_config.values():
         base, worst = config.get("utility"), config.get(WORST_CASE)
-        if base is None or worst is None:
+        if base is None or worst is None or alternative_scoring(base["params"]):
             continue
         held = score_name_in(worst["metrics"], score)
         u, a = base["metrics"].get(utility), worst["metrics"].get(held or "")

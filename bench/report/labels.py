@@ -220,6 +220,13 @@ def flag_rows(rows: list[dict[str, Any]], utility: str | None) -> None:
             row["bound_basis"] = basis
 
 
+def alternative_scoring(params: dict[str, Any]) -> bool:
+    """Whether a setting scores its attacks on transformed inputs (dFIL's `targets` other than
+    "raw"): the same mechanism evaluated the way its bound is stated, shown beside the raw
+    scoring but never ranked against settings scored on the raw test inputs."""
+    return params.get("targets", "raw") != "raw"
+
+
 def prior_baseline_name(score: str) -> str:
     """The stored prior-guess metric to read `score` against. For "<m>_all" (abstentions
     scored with the prior guess) it is "<m>_prior", scored on the released samples: the

@@ -12,6 +12,7 @@ from bench.report.frontier import attack_score_of
 from bench.report.labels import (
     WORST_CASE,
     _params_text,
+    alternative_scoring,
     at_chance,
     describe_guarantee,
     row_sort_key,
@@ -140,6 +141,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "docs": any_row.get("docs") or "",
                 "at_chance": at_chance(util_row, utility),
                 "constant": bool(util_row and util_row.get("constant_predictor")),
+                "alternative_scoring": alternative_scoring(entry["params"]),
                 "unreliable": any(r.get("unreliable") for r in entry["rows"].values()),
                 # A bound that binds by theorem and fails is a broken claim; one resting on an
                 # estimate (or on an assumption the attack need not meet) that fails says the
@@ -158,6 +160,15 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         "has_attacks": any(r["attack"] == WORST_CASE for r in rows),
         "has_audit": any(line["audit"] for line in lines),
         "has_validity": any(line["validity"] for line in lines),
+        # Each distinct reason a bound rests on an estimate or holds by theorem, for the legend.
+        "bases": sorted(
+            {
+                (a["bound"]["bound"], a["bound"]["basis"], a["bound"]["why"])
+                for line in lines
+                for a in line["per_attack"]
+                if a["bound"]
+            }
+        ),
         "lines": lines,
     }
 
@@ -192,6 +203,7 @@ def best_at_fixed_privacy(lines: list[dict[str, Any]], score: str) -> list[dict[
             if line["attack"] is not None
             and line["utility"] is not None
             and not line["at_chance"]  # a setting at chance serves nothing
+            and not line["alternative_scoring"]  # scored on other inputs: not comparable
             and float(line["attack"]["value"]) <= limit
         ]
         best = max(inside, key=lambda line: float(line["utility"]["value"]), default=None)
