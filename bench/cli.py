@@ -297,6 +297,10 @@ def reproduce(
     root: Annotated[Path, typer.Option(help="Where the committed leaderboards live.")] = Path(
         "leaderboards"
     ),
+    docs_page: Annotated[
+        Path | None,
+        typer.Option("--docs", help="Also rewrite this doc page's reproduction block."),
+    ] = None,
 ) -> None:
     """A paper's headline numbers beside the committed bench rows that answer them, with
     computed verdicts (the table each suite's reproduction.md holds; that file and the page
@@ -316,6 +320,14 @@ def reproduce(
                 f"bench {bench:<28} {cell['verdict']}"
             )
     typer.echo(f"{paper}: " + ", ".join(f"{n} {v}" for v, n in total.items()))
+    if docs_page is not None:
+        from bench.report.reproduction import docs_block, replace_docs_block
+
+        if not docs_page.is_file():
+            raise ConfigError(f"no doc page at {docs_page}")
+        text = replace_docs_block(docs_page.read_text(), docs_block(paper, root))
+        docs_page.write_text(text)
+        typer.echo(f"updated {docs_page}")
 
 
 def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:

@@ -243,3 +243,32 @@ def test_committed_reproductions_are_what_the_rules_give(paper) -> None:
             continue
         committed = json.loads(path.read_text())["reproductions"]
         assert doc in committed, f"{path} is stale: run bench leaderboard --suite {doc['suite']}"
+
+
+DOC_PAGES = {
+    "posthoc": "docs/posthoc.md",
+    "dfil": "docs/dfil.md",
+    "lucid": "docs/lucid.md",
+    "ip": "docs/inference-privacy.md",
+}
+
+
+@pytest.mark.parametrize("paper", rp.known_papers())
+def test_each_paper_doc_leads_with_its_committed_reproduction(paper) -> None:
+    """The doc page's reproduction block is exactly what the committed leaderboards give, so
+    every number in it quotes a committed row (`bench reproduce PAPER --docs PAGE`)."""
+    page = (ROOT / DOC_PAGES[paper]).read_text()
+    begin = page.find("<!-- reproduction:begin")
+    assert begin >= 0, f"{DOC_PAGES[paper]} has no reproduction block"
+    assert page[:begin].count("\n## ") == 0, "the block must come before the first section"
+    end = page.index(rp.DOC_END) + len(rp.DOC_END)
+    expected = rp.docs_block(paper, ROOT / "leaderboards").rstrip("\n")
+    assert page[begin:end] == expected, f"run bench reproduce {paper} --docs {DOC_PAGES[paper]}"
+
+
+def test_the_docs_block_replaces_itself_and_is_inserted_after_the_title() -> None:
+    block = rp.DOC_BEGIN.format(paper="x") + "\nnew\n" + rp.DOC_END + "\n"
+    fresh = rp.replace_docs_block("# Title\n\ntext\n", block)
+    assert fresh.startswith("# Title\n\n<!-- reproduction:begin") and fresh.endswith("text\n")
+    again = rp.replace_docs_block(fresh, block.replace("new", "newer"))
+    assert "newer" in again and "\nnew\n" not in again and again.count("reproduction:end") == 1

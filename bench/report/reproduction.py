@@ -377,3 +377,53 @@ def paper_report(paper: str, leaderboards: Path) -> list[dict[str, Any]]:
     if unassigned:
         docs.append(reproduction(reference, "", None))
     return docs
+
+
+# ------------------------------------------------------------------------ doc pages
+
+DOC_BEGIN = "<!-- reproduction:begin (written by `bench reproduce {paper} --docs`; do not edit) -->"
+DOC_END = "<!-- reproduction:end -->"
+
+
+def docs_block(paper: str, leaderboards: Path, link_root: str = "../leaderboards") -> str:
+    """The block a paper's doc page leads with: per suite, the verdict counts and the table of
+    its committed reproduction (so every number in it is a committed one), then the suites the
+    paper names that have no leaderboard yet."""
+    docs = paper_report(paper, leaderboards)
+    lines = [
+        DOC_BEGIN.format(paper=paper),
+        "",
+        "## Reproduction of the paper's headline numbers",
+        "",
+    ]
+    lines.append(f"Verdict rules (computed, never typed in): {RULES}")
+    for doc in docs:
+        suite = doc["suite"]
+        counts = ", ".join(f"{doc['counts'][v]} {v}" for v in VERDICTS if doc["counts"].get(v))
+        if not suite:
+            lines += ["", f"Cells no bench suite answers yet: {counts}."]
+            continue
+        if all(c["bench"] is None for c in doc["cells"]):
+            lines += ["", f"**{suite}**: no committed leaderboard yet ({counts})."]
+            continue
+        lines += [
+            "",
+            f"**{suite}** ([reproduction.md]({link_root}/{suite}/reproduction.md)): {counts}.",
+            "",
+        ]
+        table = reproduction_markdown([doc]).splitlines()
+        start = next(i for i, line in enumerate(table) if line.startswith("| source"))
+        lines += [line for line in table[start:] if line]
+    lines += ["", DOC_END]
+    return "\n".join(lines) + "\n"
+
+
+def replace_docs_block(text: str, block: str) -> str:
+    """`text` with its reproduction block replaced by `block` (inserted after the title when
+    the page has none yet)."""
+    begin = text.find("<!-- reproduction:begin")
+    if begin >= 0:
+        end = text.index(DOC_END, begin) + len(DOC_END)
+        return text[:begin] + block.rstrip("\n") + text[end:]
+    title_end = text.index("\n") + 1
+    return text[:title_end] + "\n" + block + text[title_end:]
