@@ -120,3 +120,15 @@ def test_the_committed_default_page_opens_on_a_summary_a_reader_can_scan(tmp_pat
             assert errors == []
         finally:
             browser.close()
+
+
+def test_the_index_counts_each_suites_paper_verdicts(tmp_path: Path) -> None:
+    import json
+
+    _site(tmp_path)
+    docs = [{"counts": {"not run": 2, "reproduced": 1}}, {"counts": {"reproduced": 3}}]
+    (tmp_path / "alpha" / "reproduction.json").write_text(json.dumps({"reproductions": docs}))
+    alpha, beta = suite_entries(tmp_path, {})
+    assert alpha.reproduction == {"reproduced": 4, "not run": 2} and beta.reproduction == {}
+    html = render_site_index(tmp_path, {})
+    assert 'href="alpha/reproduction.md">4 reproduced<br>2 not run</a>' in html

@@ -3,6 +3,7 @@ tasks, rows, date, code version) linking to the suite's own page."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from bench.fsutil import atomic_write
 from bench.report.html import template_environment
 from bench.report.labels import WORST_CASE
 from bench.report.load import load_leaderboard
+from bench.report.reproduction import VERDICTS
 
 GENERATOR = "bench leaderboard --all"  # marks a page as a site index bench may rewrite
 
@@ -36,6 +38,7 @@ class SuiteEntry:
     code_version: str
     suite_version: str
     link: str  # relative to the site root
+    reproduction: dict[str, int]  # verdict -> cells, from reproduction.json (empty if none)
 
 
 def suite_entries(root: Path, descriptions: dict[str, str]) -> list[SuiteEntry]:
@@ -57,9 +60,21 @@ def suite_entries(root: Path, descriptions: dict[str, str]) -> list[SuiteEntry]:
                 code_version=doc["code_version"],
                 suite_version=doc["suite_version"],
                 link=f"{board.parent.name}/{'index.html' if page.exists() else 'leaderboard.md'}",
+                reproduction=_verdict_counts(board.parent / "reproduction.json"),
             )
         )
     return entries
+
+
+def _verdict_counts(path: Path) -> dict[str, int]:
+    """Verdict -> number of paper cells over the suite's reproduction documents."""
+    if not path.is_file():
+        return {}
+    counts: dict[str, int] = {}
+    for doc in json.loads(path.read_text())["reproductions"]:
+        for verdict, n in doc["counts"].items():
+            counts[verdict] = counts.get(verdict, 0) + n
+    return {v: counts[v] for v in VERDICTS if counts.get(v)}
 
 
 def render_site_index(root: Path, descriptions: dict[str, str]) -> str:
