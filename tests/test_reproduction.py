@@ -272,3 +272,17 @@ def test_the_docs_block_replaces_itself_and_is_inserted_after_the_title() -> Non
     assert fresh.startswith("# Title\n\n<!-- reproduction:begin") and fresh.endswith("text\n")
     again = rp.replace_docs_block(fresh, block.replace("new", "newer"))
     assert "newer" in again and "\nnew\n" not in again and again.count("reproduction:end") == 1
+
+
+def test_parameters_match_by_value_and_booleans_only_booleans() -> None:
+    assert rp._same(1, 1.0) and rp._same(False, False) and rp._same("early", "early")
+    assert not rp._same(True, 1) and not rp._same(0, False) and not rp._same(1.0, 2)
+
+
+def test_a_stated_relative_tolerance_widens_the_ci_and_nothing_else(reference) -> None:
+    rows = [_row(1.0, 0.54), _row(2.0, 0.90), _row(5.0, 0.80)]  # no trend: eps 2 > eps 5
+    assert _verdicts(reference, rows)["eps1"] == rp.NOT_REPRODUCED  # 0.50 vs [0.52, 0.56]
+    tolerant = rp.parse_reference(
+        REFERENCE.replace('trend = "by-eps"', 'trend = "by-eps"\nrel_tolerance = 0.05', 1), "t"
+    )
+    assert _verdicts(tolerant, rows)["eps1"] == rp.REPRODUCED  # 0.50 + 0.025 reaches 0.52

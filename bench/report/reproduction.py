@@ -5,7 +5,9 @@ computed from the numbers by the rules in `RULES`, never typed in.
 A cell names its suite, task, mechanism, a subset of the row's params and the attack ("" for
 the utility row); exactly one row of the suite's leaderboard may match. The verdicts:
 
-- reproduced: the paper's value lies inside the bench row's 95% CI.
+- reproduced: the paper's value lies inside the bench row's 95% CI (widened on each side by
+  the cell's stated `rel_tolerance` x |paper value|, 0 unless the paper states a limit or an
+  approximate value, e.g. "converges to tau^2").
 - trend reproduced: not inside the CI, but the cell is in a trend group (>= 3 cells sharing a
   `trend` key, all answered) whose order bench keeps: no pair the paper orders is reversed by
   bench with disjoint CIs, and at least one pair the paper orders bench orders the same way
@@ -34,7 +36,8 @@ NOT_REPRODUCED = "not reproduced"
 NOT_RUN = "not run"
 VERDICTS = (REPRODUCED, TREND, NOT_REPRODUCED, NOT_RUN)
 RULES = (
-    "reproduced: the paper's value lies inside the bench row's 95% CI. "
+    "reproduced: the paper's value lies inside the bench row's 95% CI (widened by the cell's "
+    "stated relative tolerance, 0 unless the paper states a limit or an approximate value). "
     "trend reproduced: outside the CI, but in a trend group (>= 3 answered cells sharing a "
     "trend key) whose order bench keeps: no pair the paper orders is reversed by bench with "
     "disjoint CIs, and at least one pair is ordered the paper's way with disjoint CIs. "
@@ -58,8 +61,9 @@ _CELL_KEYS = {
     "attack_params": dict,
     "difference": str,
     "trend": str,
+    "rel_tolerance": float,
 }
-_OPTIONAL = {"attack_params": {}, "difference": "", "trend": "", "attack": ""}
+_OPTIONAL = {"attack_params": {}, "difference": "", "trend": "", "attack": "", "rel_tolerance": 0.0}
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class Cell:
     attack_params: dict[str, Any] = field(default_factory=dict, hash=False)
     difference: str = ""
     trend: str = ""
+    rel_tolerance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -160,9 +165,12 @@ def _parse_cell(raw: Any, where: str) -> Cell:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Parameter equality with ints and floats alike (1 == 1.0)."""
+    """Parameter equality with ints and floats alike (1 == 1.0); booleans only equal
+    booleans (True is not 1 here)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
-        return not isinstance(a, bool) and not isinstance(b, bool) and float(a) == float(b)
+        return float(a) == float(b)
     return canonical_json(a) == canonical_json(b)
 
 
@@ -209,9 +217,10 @@ def bench_value(cell: Cell, rows: list[dict[str, Any]] | None) -> dict[str, Any]
 # ------------------------------------------------------------------------ verdicts
 
 
-def _within(paper: float, bench: dict[str, Any]) -> bool:
+def _within(paper: float, bench: dict[str, Any], rel_tolerance: float = 0.0) -> bool:
     lo, hi = bench["ci"]
-    return lo <= paper <= hi
+    slack = rel_tolerance * abs(paper)
+    return lo - slack <= paper <= hi + slack
 
 
 def _trend_kept(group: list[tuple[Cell, dict[str, Any]]]) -> bool:
@@ -249,7 +258,7 @@ def verdicts(cells: list[Cell], answers: dict[str, dict[str, Any] | None]) -> di
         answer = answers.get(cell.id)
         if answer is None:
             out[cell.id] = NOT_RUN
-        elif _within(cell.value, answer):
+        elif _within(cell.value, answer, cell.rel_tolerance):
             out[cell.id] = REPRODUCED
         elif cell.trend and kept.get(cell.trend, False):
             out[cell.id] = TREND
@@ -282,6 +291,7 @@ def reproduction(
             "bench": answers[c.id],
             "difference": c.difference,
             "trend": c.trend,
+            "rel_tolerance": c.rel_tolerance,
             "row": {
                 "task": c.task,
                 "mechanism": c.mechanism,
@@ -296,7 +306,7 @@ def reproduction(
         "paper": {"id": reference.id, "title": reference.title, "url": reference.url},
         "suite": suite,
         "rules": RULES,
-        "counts": {v: n for v, n in Counter(e["verdict"] for e in entries).items()},
+        "counts": {v: n for v in VERDICTS if (n := Counter(e["verdict"] for e in entries)[v])},
         "cells": entries,
     }
 
