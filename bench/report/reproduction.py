@@ -418,7 +418,7 @@ def docs_block(paper: str, leaderboards: Path, link_root: str = "../leaderboards
             continue
         lines += [
             "",
-            f"**{suite}** ([reproduction.md]({link_root}/{suite}/reproduction.md)): {counts}.",
+            f"**{suite}**{_link(leaderboards, suite, link_root)}: {counts}.",
             "",
         ]
         table = reproduction_markdown([doc]).splitlines()
@@ -426,6 +426,14 @@ def docs_block(paper: str, leaderboards: Path, link_root: str = "../leaderboards
         lines += [line for line in table[start:] if line]
     lines += ["", DOC_END]
     return "\n".join(lines) + "\n"
+
+
+def _link(leaderboards: Path, suite: str, link_root: str) -> str:
+    """A link to the suite's committed reproduction.md, or nothing if none is committed
+    (the leaderboard predates the reference table: re-run the suite to write it)."""
+    if not (Path(leaderboards) / suite / "reproduction.md").is_file():
+        return " (from its committed leaderboard.json; no reproduction.md written yet)"
+    return f" ([reproduction.md]({link_root}/{suite}/reproduction.md))"
 
 
 def replace_docs_block(text: str, block: str) -> str:
