@@ -39,6 +39,24 @@ class Executor(Protocol):
     ) -> Results: ...
 
 
+PARENT_POLL_S = 1.0
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Worker initializer: end this worker as soon as the driver that spawned it is gone
+    (killed with SIGKILL or SIGTERM, it cannot stop its pool), so no orphan keeps running
+    jobs whose results nobody will store."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="watch-parent", daemon=True).start()
+
+
 def _run_in_worker(job: Job, cache_root: str) -> JobOutcome:
     """Worker entry point (run_job pins the job's own thread count)."""
     return run_job(job, Path(cache_root))
@@ -59,7 +77,9 @@ class LocalExecutor:
                 yield job, run_job(job, cache_root, progress)
             return
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(self.workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(
+            self.workers, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),)
+        ) as pool:
             pending: dict[Future, Job] = {}
             queue = list(jobs)
             try:

@@ -4,6 +4,7 @@ nothing and reproduce the leaderboard byte for byte, and workers that change not
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -170,3 +171,44 @@ def test_smoke_suite_twice_second_run_executes_nothing(smoke_run) -> None:
     rows = json.loads(board["leaderboard.json"])["rows"]
     attacks = {r["attack"] for r in rows}
     assert {"optimization", "tv", "map", "inverter", "worst case"} <= attacks
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` exists and has not exited (a zombie waiting for init has)."""
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().split()[2] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_a_worker_whose_driver_died_ends_itself() -> None:
+    """A pool worker outlives a driver killed with SIGKILL only until its watchdog sees the
+    parent gone (bench.executors._watch_parent): no orphan keeps burning the machine."""
+    worker = (
+        "import os, time\n"
+        "from bench.executors import _watch_parent\n"
+        "_watch_parent(os.getppid())\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    driver_code = (
+        "import subprocess, sys, time\n"
+        f"w = subprocess.Popen([sys.executable, '-c', {worker!r}], stdout=subprocess.PIPE)\n"
+        "print(w.pid, flush=True)\n"
+        "w.stdout.readline()\n"
+        "print('up', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    driver = subprocess.Popen(
+        [sys.executable, "-c", driver_code], stdout=subprocess.PIPE, text=True
+    )
+    worker_pid = int(driver.stdout.readline())
+    assert driver.stdout.readline().strip() == "up"
+    assert _running(worker_pid)
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 10
+    while _running(worker_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running(worker_pid), "the orphaned worker kept running"
