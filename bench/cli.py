@@ -208,13 +208,15 @@ def leaderboard(
     if all_suites:
         from bench.report.site import write_site_index
 
-        typer.echo(str(write_site_index(root, _suite_descriptions()).resolve()))
+        typer.echo(str(write_site_index(root, *_shipped_suites()).resolve()))
 
 
-def _suite_descriptions() -> dict[str, str]:
+def _shipped_suites() -> tuple[dict[str, str], dict[str, str]]:
+    """Description and version of every shipped suite, for the site index."""
     from bench.suite import available_suites, load_suite
 
-    return {name: load_suite(name).description for name in available_suites()}
+    suites = [load_suite(name) for name in available_suites()]
+    return {s.name: s.description for s in suites}, {s.name: s.version for s in suites}
 
 
 def _write_suite_from_store(
@@ -251,7 +253,7 @@ def _refresh_site_index(board_dir: Path) -> Path | None:
 
     if not is_site_index(board_dir.parent / "index.html"):
         return None
-    return write_site_index(board_dir.parent, _suite_descriptions())
+    return write_site_index(board_dir.parent, *_shipped_suites())
 
 
 @app.command()

@@ -58,9 +58,22 @@ def test_no_leaderboard_is_a_one_line_error(tmp_path: Path) -> None:
         write_site_index(tmp_path, {})
 
 
+def test_the_index_says_how_many_seeds_and_which_suites_changed_since(tmp_path: Path) -> None:
+    _site(tmp_path)
+    alpha, beta = suite_entries(tmp_path, {}, {"alpha": "2", "beta": "1"})
+    assert alpha.seeds == beta.seeds == min(r["seeds"] for r in build_rows(_results()))
+    assert alpha.outdated and not beta.outdated
+    html = render_site_index(tmp_path, {}, {"alpha": "2", "beta": "1"})
+    assert html.count("badge outdated") == 1 and "suite now v2: not re-run yet" in html
+
+
+def _versions() -> dict[str, str]:
+    return {name: load_suite(name).version for name in available_suites()}
+
+
 def test_the_committed_index_is_current_and_links_every_committed_suite() -> None:
     committed = (COMMITTED / "index.html").read_text()
-    assert committed == render_site_index(COMMITTED, _descriptions()), (
+    assert committed == render_site_index(COMMITTED, _descriptions(), _versions()), (
         "leaderboards/index.html is stale: run `bench leaderboard --all`"
     )
     suites = sorted(p.parent.name for p in COMMITTED.glob("*/leaderboard.json"))
@@ -126,9 +139,12 @@ def test_the_index_counts_each_suites_paper_verdicts(tmp_path: Path) -> None:
     import json
 
     _site(tmp_path)
-    docs = [{"counts": {"not run": 2, "reproduced": 1}}, {"counts": {"reproduced": 3}}]
+    docs = [
+        {"counts": {"not run": 2, "reproduced": 1}, "paper": {"id": "p"}},
+        {"counts": {"reproduced": 3}, "paper": {"id": "q"}},
+    ]
     (tmp_path / "alpha" / "reproduction.json").write_text(json.dumps({"reproductions": docs}))
     alpha, beta = suite_entries(tmp_path, {})
     assert alpha.reproduction == {"reproduced": 4, "not run": 2} and beta.reproduction == {}
     html = render_site_index(tmp_path, {})
-    assert 'href="alpha/reproduction.md">4 reproduced<br>2 not run</a>' in html
+    assert 'href="alpha/index.html#reproduction-p">4 reproduced<br>2 not run</a>' in html

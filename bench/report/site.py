@@ -39,16 +39,32 @@ class SuiteEntry:
     suite_version: str
     link: str  # relative to the site root
     reproduction: dict[str, int]  # verdict -> cells, from reproduction.json (empty if none)
+    seeds: int  # the fewest seeds behind any row: what every number rests on at least
+    shipped_version: str | None = None  # the shipped suite's version now (None: not shipped)
+    reproduction_link: str = ""  # the reproduction table, on the page when there is one
+
+    @property
+    def outdated(self) -> bool:
+        """The committed leaderboard ran an older version of the shipped suite."""
+        return self.shipped_version is not None and self.shipped_version != self.suite_version
 
 
-def suite_entries(root: Path, descriptions: dict[str, str]) -> list[SuiteEntry]:
-    """Every `root/<suite>/leaderboard.json`, read and validated, sorted by suite name."""
+def suite_entries(
+    root: Path, descriptions: dict[str, str], versions: dict[str, str] | None = None
+) -> list[SuiteEntry]:
+    """Every `root/<suite>/leaderboard.json`, read and validated, sorted by suite name;
+    `versions` (suite -> shipped version) marks leaderboards of an older suite version."""
     entries = []
     for board in sorted(Path(root).glob("*/leaderboard.json")):
         doc = load_leaderboard(board)
         rows = doc["rows"]
         settings = {(r["task"], r["mechanism"], str(r["params"])) for r in rows}
         page = board.parent / "index.html"
+        papers = _papers(board.parent / "reproduction.json")
+        if papers and page.exists():
+            reproduction_link = f"{board.parent.name}/index.html#reproduction-{papers[0]}"
+        else:
+            reproduction_link = f"{board.parent.name}/reproduction.md"
         entries.append(
             SuiteEntry(
                 name=doc["suite"],
@@ -61,9 +77,19 @@ def suite_entries(root: Path, descriptions: dict[str, str]) -> list[SuiteEntry]:
                 suite_version=doc["suite_version"],
                 link=f"{board.parent.name}/{'index.html' if page.exists() else 'leaderboard.md'}",
                 reproduction=_verdict_counts(board.parent / "reproduction.json"),
+                seeds=min((int(r["seeds"]) for r in rows), default=0),
+                shipped_version=(versions or {}).get(doc["suite"]),
+                reproduction_link=reproduction_link,
             )
         )
     return entries
+
+
+def _papers(path: Path) -> list[str]:
+    """The paper ids of a suite's reproduction documents, in their order."""
+    if not path.is_file():
+        return []
+    return [doc["paper"]["id"] for doc in json.loads(path.read_text())["reproductions"]]
 
 
 def _verdict_counts(path: Path) -> dict[str, int]:
@@ -77,17 +103,21 @@ def _verdict_counts(path: Path) -> dict[str, int]:
     return {v: counts[v] for v in VERDICTS if counts.get(v)}
 
 
-def render_site_index(root: Path, descriptions: dict[str, str]) -> str:
+def render_site_index(
+    root: Path, descriptions: dict[str, str], versions: dict[str, str] | None = None
+) -> str:
     """The site index page over the suites under `root`; a one-line error when none is."""
-    entries = suite_entries(root, descriptions)
+    entries = suite_entries(root, descriptions, versions)
     if not entries:
         raise BenchError(f"no leaderboard under {root}/*/leaderboard.json; run a suite first")
     template = template_environment().get_template("site.html.j2")
     return template.render(suites=entries, generator=GENERATOR)
 
 
-def write_site_index(root: Path, descriptions: dict[str, str]) -> Path:
+def write_site_index(
+    root: Path, descriptions: dict[str, str], versions: dict[str, str] | None = None
+) -> Path:
     """Write `root/index.html` (`render_site_index`) atomically."""
     index = Path(root) / "index.html"
-    atomic_write(index, render_site_index(root, descriptions).encode("utf-8"))
+    atomic_write(index, render_site_index(root, descriptions, versions).encode("utf-8"))
     return index
