@@ -13,6 +13,7 @@ from bench.jobs import code_hash_of, expand
 from bench.registry import MECHANISMS
 from bench.suite import load_suite, make_task
 from bench.tasks.faces import parse_utkface_name
+from mechanisms.posthoc.models import VARIANTS
 
 
 def test_embedded_lfw_faces() -> None:
@@ -52,7 +53,11 @@ def test_utkface_missing_is_a_one_line_error(tmp_path: Path) -> None:
 def test_posthoc_suites_expand_and_hash_their_code() -> None:
     mnist = expand(load_suite("posthoc-mnist"))
     ptr = [j for j in mnist if j.mechanism == "posthoc-ptr"]
-    assert len({(j.params["eps"], j.params["R"], j.params["variant"]) for j in ptr}) == 96
+    settings = {(j.params["eps"], j.params["R"], j.params["variant"]) for j in ptr}
+    # the paper's cells: Table 1 (every variant at R = 0.5), supplement Table 2 (arl-c-n at 3 R)
+    assert len(settings) == 40
+    assert {v for _, r, v in settings if r == 0.5} == set(VARIANTS)
+    assert {r for _, r, v in settings if v == "arl-c-n"} == {0.1, 0.5, 1.0}
     assert {j.mechanism for j in expand(load_suite("posthoc-faces"))} == {
         "posthoc-ptr",
         "ldp-image",
