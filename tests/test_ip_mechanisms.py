@@ -244,3 +244,39 @@ def test_guarantees_declare_ip_with_their_norms() -> None:
 def test_bad_parameters_refused(cls, params) -> None:
     with pytest.raises(ConfigError):
         cls(**params)
+
+
+def test_ip_fmnist_runs_the_papers_figure_points_with_every_attack() -> None:
+    """The trimmed ip-fmnist suite: the points of Figs. 3-5 / Table 6 and the reference
+    table's rows, all four attacks on each, 3 seeds, within ~350 jobs."""
+    from bench.jobs import expand
+    from bench.suite import load_suite
+
+    jobs = expand(load_suite("ip-fmnist"))
+    assert len({j.hash for j in jobs}) == len(jobs) == 345
+    assert {j.attack for j in jobs} == {None, "optimization", "tv", "map", "inverter"}
+    settings = {
+        (
+            j.mechanism,
+            j.params.get("model"),
+            j.params.get("finetune"),
+            j.params.get("eps"),
+            j.params.get("r"),
+        )
+        for j in jobs
+        if j.attack is None and j.seed == 0
+    }
+    assert len(settings) == 23
+    fig34 = {(1.0, 0.01), (1.0, 0.1), (1.0, 0.2), (0.5, 0.1), (2.0, 0.1)}
+    for curve in (
+        ("gauss-input", "cnn", False),
+        ("gauss-input", "cnn", True),
+        ("gauss-output", "sll", False),
+    ):
+        assert {(e, r) for (*c, e, r) in settings if tuple(c) == curve} >= fig34, curve
+    # the noise fine-tuning comparison on the SLL net's logits, beside the plain rows
+    assert {(e, r) for m, k, f, e, r in settings if (m, k, f) == ("gauss-output", "sll", True)}
+    # r/eps invariance partners of gauss-output on SLL: the same sigma on each branch
+    gout = {(e, r) for m, k, f, e, r in settings if (m, k, f) == ("gauss-output", "sll", False)}
+    assert {(0.25, 0.05), (0.5, 0.1)} <= gout and {(1.0, 0.1), (2.0, 0.2)} <= gout
+    assert gaussian_sigma(0.25, 1e-5, 0.05) == gaussian_sigma(0.5, 1e-5, 0.1)
