@@ -60,6 +60,34 @@ def test_optimization_attack_throughput(benchmark, batch_size, tmp_path) -> None
     assert out.shape == X[:32].shape
 
 
+@pytest.mark.benchmark(group="optimization-attack-32-images")
+def test_prior_attack_throughput(benchmark, tmp_path) -> None:
+    """Images/s of the learned-prior attack on the same 32 images, beside the optimisation
+    attack. It runs its default reconstruction budget: 4 restarts x 200 latent steps through
+    the VAE decoder, then 300 refinement steps. Its VAE is trained before timing, on TASK's
+    10 aux images (the minimum of 400 updates): that cost is paid once per (task, aux,
+    seed), and every mechanism shares it. Timed on one thread, the count a job runs with
+    (bench.threads). On a loaded 2-core machine, two threads made its rounds 3x to 40x slower
+    and much noisier (OpenMP workers wait on each other over ~1,500 small steps)."""
+    from attacks.prior import PriorAttack
+    from bench.cache import ArtifactCache
+    from bench.protocols import FitContext
+    from mechanisms.noise.identity import Identity
+
+    mech = Identity()
+    mech._noise = None
+    attack = PriorAttack()
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        attack.fit(mech, TASK, TASK.splits().aux, FitContext(0, ArtifactCache(tmp_path)))
+        release = mech.release(X[:32], torch.Generator().manual_seed(0))
+        out = benchmark.pedantic(attack.reconstruct, args=(release,), rounds=3, iterations=1)
+    finally:
+        torch.set_num_threads(before)
+    assert out.shape == X[:32].shape
+
+
 @pytest.mark.benchmark(group="map-attack-gauss-input-64-images")
 @pytest.mark.parametrize("solver", ["auto", "iterative"], ids=["closed-form", "descent"])
 def test_map_attack_closed_form_against_descent(benchmark, solver, tmp_path) -> None:
