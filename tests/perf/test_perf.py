@@ -69,7 +69,7 @@ def test_prior_attack_throughput(benchmark, tmp_path) -> None:
     seed), and every mechanism shares it. Timed on one thread, the count a job runs with
     (bench.threads). On a loaded 2-core machine, two threads made its rounds 3x to 40x slower
     and much noisier (OpenMP workers wait on each other over ~1,500 small steps)."""
-    from attacks.prior import PriorAttack
+    from attacks.vae_prior import PriorAttack
     from bench.cache import ArtifactCache
     from bench.protocols import FitContext
     from mechanisms.noise.identity import Identity

@@ -1,4 +1,4 @@
-"""`prior`: MAP reconstruction under a learned generative prior, a VAE trained on aux.
+"""`vae-prior`: MAP reconstruction under a learned generative prior, a VAE trained on aux.
 
 Generative model (the attacker's belief about the private input): z ~ N(0, I_k),
 x = Dec(z) + e with e ~ N(0, diag(v)) and x in the task's data range; the release is
@@ -173,7 +173,7 @@ class PriorAttack(Attack):
     """MAP under a VAE prior trained on aux: latent search with restarts, then input-space
     refinement (module docstring). Images only: the prior is a model of images."""
 
-    name = "prior"
+    name = "vae-prior"
     modalities = frozenset({"image"})
     defaults: ClassVar[dict[str, Any]] = {
         "latent": 16,  # VAE latent dimension k
@@ -196,12 +196,14 @@ class PriorAttack(Attack):
             value, least = p[key], 0 if key == "refine_steps" else 1
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 kind = "a non-negative" if least == 0 else "a positive"
-                raise ConfigError(f"attack prior: {key} must be {kind} integer, got {value!r}")
+                raise ConfigError(f"attack vae-prior: {key} must be {kind} integer, got {value!r}")
         for key in ("vae_lr", "lr", "refine_lr"):
             value = p[key]
             number = isinstance(value, int | float) and not isinstance(value, bool)
             if not (number and math.isfinite(value) and value > 0):
-                raise ConfigError(f"attack prior: {key} must be a positive number, got {value!r}")
+                raise ConfigError(
+                    f"attack vae-prior: {key} must be a positive number, got {value!r}"
+                )
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
         encoder = mechanism.encoder()
@@ -236,7 +238,7 @@ class PriorAttack(Attack):
             **hyper,
             "min_updates": MIN_VAE_UPDATES,
             "seed": ctx.seed,
-            "code": source_digest("attacks.prior"),
+            "code": source_digest("attacks.vae_prior"),
         }
 
         def make() -> VAE:

@@ -1,4 +1,4 @@
-"""The `prior` attack (attacks/prior.py): MAP under a VAE prior learned from aux. Under its
+"""The `vae-prior` attack (attacks/vae_prior.py): MAP under a VAE prior learned from aux. Under its
 default budget it inverts an unprotected release. It beats the unbiased attack on noisy
 images. Its refinement never raises its objective, and the refinement's closed form is the
 exact minimiser. It never draws noise or reads the input, treats ⊥ rows as the harness
@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from attacks.optimization import OptimizationAttack
-from attacks.prior import VAR_FLOOR, PriorAttack
+from attacks.vae_prior import VAR_FLOOR, PriorAttack
 from bench.cache import ArtifactCache
 from bench.errors import ConfigError
 from bench.evaluate import attack_metrics
@@ -306,7 +306,7 @@ def test_bad_parameters_are_refused(params) -> None:
 
 
 def test_registered_and_refuses_a_mechanism_without_encoder(task, cache) -> None:
-    assert ATTACKS.get("prior") is PriorAttack
+    assert ATTACKS.get("vae-prior") is PriorAttack
     assert PriorAttack.modalities == frozenset({"image"})
 
     class LabelOnly(LinearEncoder):
