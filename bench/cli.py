@@ -303,12 +303,26 @@ def reproduce(
         Path | None,
         typer.Option("--docs", help="Also rewrite this doc page's reproduction block."),
     ] = None,
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write",
+            help="Also rewrite each answering suite's reproduction.{md,json} and page from its "
+            "committed leaderboard.json (after a reference table or rule change; no rerun).",
+        ),
+    ] = False,
 ) -> None:
     """A paper's headline numbers beside the committed bench rows that answer them, with
     computed verdicts (the table each suite's reproduction.md holds; that file and the page
     are written with the suite's leaderboard)."""
     from bench.report.reproduction import VERDICTS, paper_report
 
+    if write:
+        from bench.report.write import refresh_reproductions
+
+        for suite in sorted({d["suite"] for d in paper_report(paper, root) if d["suite"]}):
+            if (root / suite / "leaderboard.json").is_file():
+                refresh_reproductions(root / suite)
     docs = paper_report(paper, root)
     total = {v: sum(d["counts"].get(v, 0) for d in docs) for v in VERDICTS}
     for doc in docs:

@@ -138,6 +138,14 @@ def test_a_value_inside_the_ci_is_reproduced_and_a_kept_order_is_a_trend(referen
     }
 
 
+def test_a_row_at_chance_is_no_trend(reference) -> None:
+    """The order holds over the group, but eps 2's row is at chance: it says nothing of
+    where the paper's 0.70 lies, so that cell alone is not reproduced."""
+    rows = [_row(1.0, 0.505), {**_row(2.0, 0.60), "at_chance": True}, _row(5.0, 0.80)]
+    verdicts = _verdicts(reference, rows)
+    assert verdicts["eps2"] == rp.NOT_REPRODUCED and verdicts["eps5"] == rp.TREND
+
+
 def test_a_significant_reversal_breaks_the_trend(reference) -> None:
     rows = [_row(1.0, 0.60), _row(2.0, 0.40), _row(5.0, 0.80)]
     verdicts = _verdicts(reference, rows)
@@ -204,6 +212,24 @@ def test_the_leaderboard_writer_adds_the_reproduction_to_files_and_page(
     assert "| Table 1 | MNIST / CNN | eps = 1 | accuracy | 0.5 | 0.505 [0.485, 0.525] | 3 |" in md
     page = (tmp_path / "index.html").read_text()
     assert 'id="reproduction-toy"' in page and "trend reproduced" in page
+
+
+def test_reproductions_refresh_from_the_committed_leaderboard_alone(
+    reference, tmp_path, monkeypatch
+) -> None:
+    from bench.report.write import refresh_reproductions
+
+    monkeypatch.setattr(rp, "references_for_suite", lambda suite: [reference])
+    rows = [_row(1.0, 0.505), _row(2.0, 0.60), _row(5.0, 0.80)]
+    write_leaderboard("toy-suite", "1", rows, tmp_path, code_version="0.1+abc", generated_at="t")
+    board = (tmp_path / "leaderboard.json").read_text()
+    (tmp_path / "reproduction.json").write_text("stale")
+    (tmp_path / "index.html").write_text("stale")
+    refresh_reproductions(tmp_path)
+    doc = json.loads((tmp_path / "reproduction.json").read_text())["reproductions"][0]
+    assert doc["counts"] == {rp.REPRODUCED: 1, rp.TREND: 2, rp.NOT_RUN: 1}
+    assert 'id="reproduction-toy"' in (tmp_path / "index.html").read_text()
+    assert (tmp_path / "leaderboard.json").read_text() == board  # the rows are untouched
 
 
 def test_bench_reproduce_refuses_an_unknown_paper_in_one_line(tmp_path) -> None:

@@ -11,7 +11,9 @@ the utility row); exactly one row of the suite's leaderboard may match. The verd
 - trend reproduced: not inside the CI, but the cell is in a trend group (>= 3 cells sharing a
   `trend` key, all answered) whose order bench keeps: no pair the paper orders is reversed by
   bench with disjoint CIs, and at least one pair the paper orders bench orders the same way
-  with disjoint CIs.
+  with disjoint CIs; and the cell's own row is not at chance (its utility CI does not reach
+  the best constant predictor): a row a constant predictor matches says nothing about where
+  the paper's value lies in the order.
 - not reproduced: answered, but neither of the above.
 - not run: no suite, no leaderboard for it, no matching row, or the row lacks the metric.
 """
@@ -40,7 +42,8 @@ RULES = (
     "stated relative tolerance, 0 unless the paper states a limit or an approximate value). "
     "trend reproduced: outside the CI, but in a trend group (>= 3 answered cells sharing a "
     "trend key) whose order bench keeps: no pair the paper orders is reversed by bench with "
-    "disjoint CIs, and at least one pair is ordered the paper's way with disjoint CIs. "
+    "disjoint CIs, and at least one pair is ordered the paper's way with disjoint CIs; and the "
+    "cell's own row is not at chance. "
     "not reproduced: answered, neither of the above. "
     "not run: no suite, no leaderboard, no matching row or no such metric."
 )
@@ -260,7 +263,7 @@ def verdicts(cells: list[Cell], answers: dict[str, dict[str, Any] | None]) -> di
             out[cell.id] = NOT_RUN
         elif _within(cell.value, answer, cell.rel_tolerance):
             out[cell.id] = REPRODUCED
-        elif cell.trend and kept.get(cell.trend, False):
+        elif cell.trend and kept.get(cell.trend, False) and not answer.get("at_chance"):
             out[cell.id] = TREND
         else:
             out[cell.id] = NOT_REPRODUCED

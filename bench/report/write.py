@@ -91,6 +91,22 @@ def write_leaderboard(
     return written
 
 
+def refresh_reproductions(out_dir: Path) -> list[Path]:
+    """Rewrite reproduction.{md,json} and the page of a committed leaderboard from its
+    leaderboard.json alone, for when a reference table or the verdict rules change: no
+    store, no rerun, the rows untouched."""
+    out_dir = Path(out_dir)
+    doc = json.loads((out_dir / "leaderboard.json").read_text())
+    reproductions = suite_reproductions(doc["suite"], doc["rows"])
+    written = []
+    if reproductions:
+        written += [
+            _atomic_write_text(out_dir / "reproduction.md", reproduction_markdown(reproductions)),
+            _atomic_write_text(out_dir / "reproduction.json", reproduction_json(reproductions)),
+        ]
+    return written + write_index_html(out_dir, doc, None, reproductions)
+
+
 def _prepared(
     rows: list[dict[str, Any]], utility_metrics: dict[str, str] | None
 ) -> list[dict[str, Any]]:
