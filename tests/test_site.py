@@ -58,6 +58,14 @@ def test_no_leaderboard_is_a_one_line_error(tmp_path: Path) -> None:
         write_site_index(tmp_path, {})
 
 
+def test_the_index_shows_a_descriptions_first_sentence_and_folds_the_rest(tmp_path: Path) -> None:
+    _site(tmp_path)
+    write_site_index(tmp_path, {"alpha": "Short lead. The long rest, e.g. 3 seeds.", "beta": "One"})
+    html = (tmp_path / "index.html").read_text()
+    assert "Short lead.\n      <details><summary>more</summary>The long rest, e.g. 3 seeds." in html
+    assert '<div class="desc">One</div>' in html
+
+
 def test_the_index_says_how_many_seeds_and_which_suites_changed_since(tmp_path: Path) -> None:
     _site(tmp_path)
     alpha, beta = suite_entries(tmp_path, {}, {"alpha": "2", "beta": "1"})

@@ -4,6 +4,7 @@ tasks, rows, date, code version) linking to the suite's own page."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,17 @@ class SuiteEntry:
     seeds: int  # the fewest seeds behind any row: what every number rests on at least
     shipped_version: str | None = None  # the shipped suite's version now (None: not shipped)
     reproduction_link: str = ""  # the reproduction table, on the page when there is one
+
+    @property
+    def lead(self) -> tuple[str, str]:
+        """The description's first sentence and the rest: the index shows the first and
+        folds the rest, so a long suite description does not bury the table."""
+        text = self.description
+        for end in re.finditer(r"\. (?=[A-Z])", text):  # "Sec. 4", "et al. 2023" do not end one
+            head = text[: end.start() + 1]
+            if head.count("(") == head.count(")"):
+                return head, text[end.end() :]
+        return text, ""
 
     @property
     def outdated(self) -> bool:
