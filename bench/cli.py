@@ -317,13 +317,13 @@ def reproduce(
     are written with the suite's leaderboard)."""
     from bench.report.reproduction import VERDICTS, paper_report
 
+    docs = paper_report(paper, root)  # from leaderboard.json, which --write leaves as it is
     if write:
         from bench.report.write import refresh_reproductions
 
-        for suite in sorted({d["suite"] for d in paper_report(paper, root) if d["suite"]}):
+        for suite in sorted({d["suite"] for d in docs if d["suite"]}):
             if (root / suite / "leaderboard.json").is_file():
                 refresh_reproductions(root / suite)
-    docs = paper_report(paper, root)
     total = {v: sum(d["counts"].get(v, 0) for d in docs) for v in VERDICTS}
     for doc in docs:
         where = doc["suite"] or "(no bench suite)"

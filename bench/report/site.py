@@ -7,6 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.errors import BenchError
 from bench.fsutil import atomic_write
@@ -72,9 +73,10 @@ def suite_entries(
         rows = doc["rows"]
         settings = {(r["task"], r["mechanism"], str(r["params"])) for r in rows}
         page = board.parent / "index.html"
-        papers = _papers(board.parent / "reproduction.json")
-        if papers and page.exists():
-            reproduction_link = f"{board.parent.name}/index.html#reproduction-{papers[0]}"
+        reproductions = _reproductions(board.parent / "reproduction.json")
+        if reproductions and page.exists():
+            first_paper = reproductions[0]["paper"]["id"]
+            reproduction_link = f"{board.parent.name}/index.html#reproduction-{first_paper}"
         else:
             reproduction_link = f"{board.parent.name}/reproduction.md"
         entries.append(
@@ -88,7 +90,7 @@ def suite_entries(
                 code_version=doc["code_version"],
                 suite_version=doc["suite_version"],
                 link=f"{board.parent.name}/{'index.html' if page.exists() else 'leaderboard.md'}",
-                reproduction=_verdict_counts(board.parent / "reproduction.json"),
+                reproduction=_verdict_counts(reproductions),
                 seeds=min((int(r["seeds"]) for r in rows), default=0),
                 shipped_version=(versions or {}).get(doc["suite"]),
                 reproduction_link=reproduction_link,
@@ -97,19 +99,17 @@ def suite_entries(
     return entries
 
 
-def _papers(path: Path) -> list[str]:
-    """The paper ids of a suite's reproduction documents, in their order."""
+def _reproductions(path: Path) -> list[dict[str, Any]]:
+    """A suite's reproduction documents (reproduction.json), none when it has no file."""
     if not path.is_file():
         return []
-    return [doc["paper"]["id"] for doc in json.loads(path.read_text())["reproductions"]]
+    return json.loads(path.read_text())["reproductions"]
 
 
-def _verdict_counts(path: Path) -> dict[str, int]:
+def _verdict_counts(reproductions: list[dict[str, Any]]) -> dict[str, int]:
     """Verdict -> number of paper cells over the suite's reproduction documents."""
-    if not path.is_file():
-        return {}
     counts: dict[str, int] = {}
-    for doc in json.loads(path.read_text())["reproductions"]:
+    for doc in reproductions:
         for verdict, n in doc["counts"].items():
             counts[verdict] = counts.get(verdict, 0) + n
     return {v: counts[v] for v in VERDICTS if counts.get(v)}

@@ -70,11 +70,7 @@ def write_leaderboard(
             ),
         ),
     ]
-    if reproductions:
-        written += [
-            _atomic_write_text(out_dir / "reproduction.md", reproduction_markdown(reproductions)),
-            _atomic_write_text(out_dir / "reproduction.json", reproduction_json(reproductions)),
-        ]
+    written += _write_reproductions(out_dir, reproductions)
     for task, task_rows in _rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         path = out_dir / "plots" / f"{_safe_name(task)}.png"
@@ -98,13 +94,19 @@ def refresh_reproductions(out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     doc = json.loads((out_dir / "leaderboard.json").read_text())
     reproductions = suite_reproductions(doc["suite"], doc["rows"])
-    written = []
-    if reproductions:
-        written += [
-            _atomic_write_text(out_dir / "reproduction.md", reproduction_markdown(reproductions)),
-            _atomic_write_text(out_dir / "reproduction.json", reproduction_json(reproductions)),
-        ]
-    return written + write_index_html(out_dir, doc, None, reproductions)
+    return _write_reproductions(out_dir, reproductions) + write_index_html(
+        out_dir, doc, None, reproductions
+    )
+
+
+def _write_reproductions(out_dir: Path, reproductions: list[dict[str, Any]]) -> list[Path]:
+    """reproduction.{md,json} in `out_dir`, when a paper's reference table names the suite."""
+    if not reproductions:
+        return []
+    return [
+        _atomic_write_text(out_dir / "reproduction.md", reproduction_markdown(reproductions)),
+        _atomic_write_text(out_dir / "reproduction.json", reproduction_json(reproductions)),
+    ]
 
 
 def _prepared(
