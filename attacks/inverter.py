@@ -13,6 +13,7 @@ The decoder's last layer is squashed into the task's data range, which the attac
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any, ClassVar
 
 import torch
@@ -40,6 +41,12 @@ class InverterAttack(Attack):
         "width": 16,
         "val_fraction": 0.1,
         "patience": 8,
+    }
+    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
+        "epochs": (1, math.inf),
+        "batch_size": (1, math.inf),
+        "width": (1, math.inf),
+        "val_fraction": (0.0, 0.9),
     }
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:

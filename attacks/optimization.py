@@ -14,6 +14,7 @@ prior is the posterior mode, a linear solve (a Wiener filter). Exact, and no 300
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import torch
@@ -36,6 +37,10 @@ class EncoderInversion(Attack):
         "init_std": 0.1,
         "batch_size": 256,
         "solver": "auto",
+    }
+    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
+        "max_steps": (1, math.inf),
+        "batch_size": (1, math.inf),
     }
 
     def check_params(self) -> None:

@@ -15,22 +15,33 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from bench.errors import ConfigError
 from bench.hashing import digest, files_digest
 from bench.protocols import Task
 from bench.registry import ATTACKS, MECHANISMS, TASKS
-from bench.suite import Suite, make_task
+from bench.suite import Entry, Suite, make_task
 from bench.threads import threads_for
 
 _PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
 # Harness modules every job's result depends on.
 _HARNESS = (
     "bench.evaluate",
-    "bench.certify.audit.core",
     "bench.protocols",
     "bench.training",
     "bench.metrics.reconstruction",
     "bench.metrics.utility",
     "bench.metrics.stats",
+)
+# The privacy audit runs in utility jobs only (bench.evaluate), so only their code version
+# covers it: a better audit re-runs the cheap utility jobs, not the attacks.
+_AUDIT_PACKAGE = "bench.certify.audit"
+# Modules that decide which jobs exist, find components by name, parse suite files, store
+# artifacts and word errors, but compute no number a job reports. They are left out of the
+# code version (and their imports are not followed), so hardening them re-runs nothing:
+# what they decide about a job is hashed as data (the resolved config, the task version
+# and the data fingerprint), and the artifact cache keys each artifact by its own recipe.
+RESULT_NEUTRAL = frozenset(
+    {"bench.errors", "bench.fsutil", "bench.registry", "bench.suite", "bench.jobs", "bench.cache"}
 )
 
 
@@ -104,9 +115,10 @@ def _project_imports(module: ModuleType) -> set[str]:
 
 
 @cache
-def _module_files(module_name: str) -> frozenset[Path]:
+def _module_files(module_name: str, skip_audit: bool = False) -> frozenset[Path]:
     """Source files of a module and, transitively, of every project module it draws on,
-    so an edit anywhere below a mechanism (a helper of a helper) changes its code hash."""
+    so an edit anywhere below a mechanism (a helper of a helper) changes its code hash.
+    Result-neutral modules (and, with `skip_audit`, the audit package) are not followed."""
     if module_name not in sys.modules:
         __import__(module_name)
     files: set[Path] = set()
@@ -114,7 +126,7 @@ def _module_files(module_name: str) -> frozenset[Path]:
     pending = [module_name]
     while pending:
         name = pending.pop()
-        if name in seen:
+        if name in seen or _excluded(name, skip_audit):
             continue
         seen.add(name)
         src = getattr(sys.modules[name], "__file__", None)
@@ -124,23 +136,46 @@ def _module_files(module_name: str) -> frozenset[Path]:
     return frozenset(files)
 
 
-def code_files_of(*classes: type) -> set[Path]:
+def _excluded(module_name: str, skip_audit: bool) -> bool:
+    audit = module_name == _AUDIT_PACKAGE or module_name.startswith(_AUDIT_PACKAGE + ".")
+    return module_name in RESULT_NEUTRAL or (skip_audit and audit)
+
+
+def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
     """The source files a job's code version covers: the modules of each class and its
-    project base classes, what they import from the project, and the harness modules."""
+    project base classes, what they import from the project, and the harness modules;
+    the audit's modules only for a job that runs the audit (`audited`)."""
+    skip_audit = not audited
     files: set[Path] = set()
     for cls in classes:
         for base in cls.__mro__:
             if base.__module__.split(".")[0] in _PROJECT_PACKAGES:
-                files |= _module_files(base.__module__)
+                files |= _module_files(base.__module__, skip_audit)
     for module_name in _HARNESS:
-        files |= _module_files(module_name)
+        files |= _module_files(module_name, skip_audit)
+    if audited:
+        files |= _module_files(f"{_AUDIT_PACKAGE}.core")
     return files
 
 
 @cache
-def code_hash_of(*classes: type) -> str:
+def code_hash_of(*classes: type, audited: bool = False) -> str:
     """Code version of the parts a job uses (the files of `code_files_of`)."""
-    return files_digest(sorted(code_files_of(*classes)))
+    return files_digest(sorted(code_files_of(*classes, audited=audited)))
+
+
+def _attack_samples(suite: Suite, entry: Entry, task: Task) -> int:
+    """The test samples the task's attack jobs score; a suite asking for more than the task
+    has is refused (the row would record a sample count its metrics do not have)."""
+    wanted = entry.attack_samples or suite.attack_samples
+    n_test = len(task.splits().test)
+    if wanted > n_test:
+        raise ConfigError(
+            f"{suite.source}: attack_samples = {wanted}, but task {entry.name} has only "
+            f"{n_test} test samples; set attack_samples = {n_test} in its [[task]] (or lower "
+            "the suite's)"
+        )
+    return wanted
 
 
 def expand(
@@ -177,6 +212,7 @@ def expand(
                 and task_obj.modality in ATTACKS.get(a.name).modalities
                 and not m_cls.releases_labels
             ]
+            samples = _attack_samples(suite, t_entry, task_obj) if attack_entries else 0
             for m_params in m_entry.param_sets():
                 resolved = m_cls(**m_params).params
                 for seed in range(seeds or suite.seeds):
@@ -198,10 +234,12 @@ def expand(
                                 attack=a_name,
                                 attack_params=a_params,
                                 seed=seed,
-                                attack_samples=suite.attack_samples,
+                                attack_samples=samples,
                                 task_version=task_cls.version,
                                 data_hash=data_hash,
-                                code_hash=code_hash_of(task_cls, m_cls, *a_classes),
+                                code_hash=code_hash_of(
+                                    task_cls, m_cls, *a_classes, audited=a_name is None
+                                ),
                                 threads=threads_for(m_cls),
                             )
                         )

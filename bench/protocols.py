@@ -126,16 +126,16 @@ class Release:
 
 
 def resolve_params(
-    component: str, defaults: dict[str, Any], given: dict[str, Any]
+    component: str,
+    defaults: dict[str, Any],
+    given: dict[str, Any],
+    ranges: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any]:
-    """Defaults overridden by `given`; an unknown parameter is a one-line ConfigError."""
-    from bench.errors import ConfigError
+    """Defaults overridden by `given`, each value checked against its default's type and its
+    range and normalised (bench.params); any violation is a one-line ConfigError."""
+    from bench.params import resolve
 
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        known = ", ".join(sorted(defaults)) or "none"
-        raise ConfigError(f"{component} has no parameter {unknown[0]!r}; its parameters: {known}")
-    return {**defaults, **given}
+    return resolve(component, defaults, given, ranges)
 
 
 class Task(ABC):
@@ -197,12 +197,16 @@ class Mechanism(ABC):
     modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
     repeatable_queries: ClassVar[bool] = True
     defaults: ClassVar[dict[str, Any]] = {}
+    # Inclusive (low, high) of numeric parameters where [0, inf) is not right (bench.params).
+    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
     # Where the mechanism (or, for a baseline, the comparison it comes from) is published:
     # a DOI or arXiv URL the leaderboard links; "" for reference points such as identity.
     paper: ClassVar[str] = ""
 
     def __init__(self, **params: Any) -> None:
-        self.params = resolve_params(f"mechanism {self.name}", self.defaults, params)
+        self.params = resolve_params(
+            f"mechanism {self.name}", self.defaults, params, self.param_ranges
+        )
         self.check_params()
 
     def check_params(self) -> None:  # noqa: B027  (optional hook)
@@ -275,15 +279,18 @@ class Attack(ABC):
     name: ClassVar[str]
     modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
     defaults: ClassVar[dict[str, Any]] = {}
+    # Inclusive (low, high) of numeric parameters where [0, inf) is not right (bench.params).
+    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
 
     def __init__(self, **params: Any) -> None:
         # Every attack takes `queries`: k > 1 averages k releases of each input (only for
         # mechanisms that allow repeated queries); the harness does the averaging.
-        self.params = resolve_params(f"attack {self.name}", {"queries": 1, **self.defaults}, params)
-        if not (isinstance(self.params["queries"], int) and self.params["queries"] >= 1):
-            from bench.errors import ConfigError
-
-            raise ConfigError(f"attack {self.name}: queries must be a positive integer")
+        self.params = resolve_params(
+            f"attack {self.name}",
+            {"queries": 1, **self.defaults},
+            params,
+            {"queries": (1, math.inf), **self.param_ranges},
+        )
         self.check_params()
 
     def check_params(self) -> None:  # noqa: B027  (optional hook)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import ConfigError, SuiteFileError, UnknownNameError
+from bench.params import normalise_options
 from bench.registry import ATTACKS, MECHANISMS, TASKS
 
 _TOP_KEYS = {
@@ -53,6 +54,8 @@ class Entry:
     params: dict[str, Any] = field(default_factory=dict)
     grid: dict[str, list[Any]] = field(default_factory=dict)
     tasks: tuple[str, ...] | None = None
+    # [[task]] only: how many test samples its attack jobs score (default: the suite's).
+    attack_samples: int | None = None
 
     def param_sets(self) -> list[dict[str, Any]]:
         """Every combination of the grid, each merged over the fixed params."""
@@ -136,8 +139,11 @@ def _entries(raw: dict[str, Any], kind: str, allowed: set[str], source: str) -> 
         if not isinstance(name, str):
             raise _fail(source, f"{where} needs a string 'name'")
         if kind == "task":
-            params = {k: v for k, v in table.items() if k != "name"}
-            entries.append(Entry(name, params))
+            params = {k: v for k, v in table.items() if k not in ("name", "attack_samples")}
+            samples = (
+                _int(table, "attack_samples", 0, source) if "attack_samples" in table else None
+            )
+            entries.append(Entry(name, params, attack_samples=samples))
             continue
         params, grid = table.get("params", {}), table.get("grid", {})
         if not isinstance(params, dict) or not isinstance(grid, dict):
@@ -212,6 +218,6 @@ def make_task(name: str, options: dict[str, Any], source: str = "<suite>") -> An
             f"task {name} has no option '{unknown[0]}'; its options: {', '.join(sorted(accepted))}",
         )
     try:
-        return cls(**options)
+        return cls(**normalise_options(f"task {name}", cls.__init__, options))
     except ConfigError as exc:
         raise _fail(source, str(exc)) from exc

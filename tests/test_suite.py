@@ -73,7 +73,7 @@ def test_code_hash_covers_modules_a_mechanism_reaches_indirectly() -> None:
         ({"mechanism": [{"name": "identity", "sweep": {}}]}, "unknown key 'sweep'"),
         (
             {"mechanism": [{"name": "gauss-input", "params": {"eps": -1.0}}]},
-            "eps must be a positive",
+            "must be in [0, inf)",
         ),
         ({"attack": [{"name": "telepathy"}]}, "unknown attack 'telepathy'"),
         ({"task": [{"name": "fmnist", "n_trian": 5}]}, "no option 'n_trian'"),
@@ -98,3 +98,26 @@ def test_bad_toml_and_unknown_suite(tmp_path) -> None:
         load_suite(str(bad))
     with pytest.raises(UnknownNameError, match=r"known suites: .*smoke"):
         load_suite("no-such-suite")
+
+
+def test_code_version_covers_what_computes_numbers_and_nothing_else() -> None:
+    from bench.jobs import RESULT_NEUTRAL, code_files_of
+    from bench.registry import ATTACKS, MECHANISMS, TASKS
+
+    task, mech, attack = TASKS.get("fmnist"), MECHANISMS.get("gauss-input"), ATTACKS.get("map")
+    utility = {p.as_posix() for p in code_files_of(task, mech, audited=True)}
+    attacked = {p.as_posix() for p in code_files_of(task, mech, attack)}
+
+    def has(files: set[str], tail: str) -> bool:
+        return any(f.endswith(tail) for f in files)
+
+    for files in (utility, attacked):  # the harness and the components are covered
+        assert has(files, "bench/evaluate.py") and has(files, "bench/metrics/stats.py")
+        assert has(files, "mechanisms/noise/input_noise.py") and has(files, "bench/hashing.py")
+        # Suite parsing, name lookup, the artifact cache and error text compute no number.
+        for module in RESULT_NEUTRAL:
+            assert not has(files, module.replace(".", "/") + ".py"), module
+    assert has(attacked, "attacks/optimization.py") and not has(utility, "attacks/optimization.py")
+    # The audit runs in utility jobs only: a better audit re-runs no attack.
+    assert has(utility, "bench/certify/audit/core.py")
+    assert not any("certify/audit" in f for f in attacked)

@@ -311,10 +311,10 @@ def test_cli_validate_user_error_exits_2_with_one_line(workdir: Path) -> None:
     ("mechanism", "params", "fragment"),
     [
         ("gauss-input", {"sigma": 1.0}, "no parameter 'sigma'"),
-        ("gauss-input", {"eps": -1.0}, "eps must be a positive"),
+        ("gauss-input", {"eps": -1.0}, "parameter 'eps' must be in"),
         ("bench.cli:main", {}, "not a bench Mechanism"),
         ("nowhere:Mechanism", {}, "cannot import mechanism module 'nowhere'"),
-        ("tests.test_validate:WaivedEncoder", {"eps": "high"}, "cannot construct"),
+        ("tests.test_validate:WaivedEncoder", {"eps": "high"}, "must be a number, got 'high'"),
     ],
 )
 def test_prepare_refuses_user_mistakes(mechanism: str, params: dict, fragment: str) -> None:

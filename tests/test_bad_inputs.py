@@ -1,0 +1,176 @@
+"""Bad input gets one clean line: a fixed table of named malformed suite values (every
+mechanism and attack parameter given a value of the wrong type, out of range or not
+finite), value normalisation before hashing, and property-based fuzzing of suite files."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import attacks  # noqa: F401  (registers the attacks)
+import mechanisms  # noqa: F401  (registers the mechanisms)
+from bench.errors import BenchError, SuiteFileError
+from bench.jobs import expand
+from bench.params import specs_of
+from bench.registry import ATTACKS, MECHANISMS
+from bench.suite import parse_suite
+from tests.conftest import TINY_SUITE
+
+
+def _suite(**changes: Any) -> dict[str, Any]:
+    raw = tomllib.loads(TINY_SUITE)
+    raw.update(changes)
+    return raw
+
+
+def _bad_values(kind: type, default: Any) -> list[tuple[str, Any]]:
+    """Named values a parameter of this type must refuse."""
+    if kind is bool:
+        return [("string", "yes"), ("number", 1), ("list", [True])]
+    if kind is str:
+        return [("number", 3), ("boolean", True), ("list", [default])]
+    out = [
+        ("string", "abc"),
+        ("numeric-string", str(float(default))),
+        ("boolean", True),
+        ("nan", math.nan),
+        ("inf", math.inf),
+        ("negative", -5),
+        ("list", [default]),
+        ("table", {"value": default}),
+    ]
+    if kind is int:
+        out.append(("fraction", 1.5))
+    return out
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for kind, registry in (("mechanism", MECHANISMS), ("attack", ATTACKS)):
+        for name in registry.names():
+            cls = registry.get(name)
+            for param, spec in specs_of(cls.defaults, cls.param_ranges).items():
+                for label, value in _bad_values(spec.kind, spec.default):
+                    if spec.kind in (int, float) and label == "negative" and spec.low < 0:
+                        continue
+                    cases.append(
+                        pytest.param(kind, name, param, value, id=f"{name}.{param}={label}")
+                    )
+    return cases
+
+
+CASES = _cases()
+
+
+def test_the_table_has_at_least_100_named_cases() -> None:
+    assert len(CASES) >= 100
+
+
+def _entry(kind: str, name: str, params: dict[str, Any]) -> dict[str, Any]:
+    entry = {"name": name, "params": params}
+    if kind == "attack":
+        return {"attack": [entry]}
+    return {"mechanism": [entry]}
+
+
+@pytest.mark.parametrize(("kind", "name", "param", "value"), CASES)
+def test_bad_parameter_value_is_one_line_naming_file_component_and_key(
+    kind: str, name: str, param: str, value: Any
+) -> None:
+    with pytest.raises(SuiteFileError) as err:
+        parse_suite(_suite(**_entry(kind, name, {param: value})), "bad.toml")
+    text = str(err.value)
+    assert "\n" not in text and text.startswith("bad.toml: ")
+    assert name in text and param in text
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("n_train", 1.5, "must be an integer"),
+        ("n_train", "300", "must be a number"),
+        ("n_train", True, "must be a number"),
+        ("train_epochs", math.nan, "must be finite"),
+        ("n_test", 0, "n_test must be >= 1"),
+        ("n_aux", -3, "n_aux must be >= 1"),
+    ],
+)
+def test_bad_task_option_is_one_line(option: str, value: Any, message: str) -> None:
+    task = {**tomllib.loads(TINY_SUITE)["task"][0], option: value}
+    with pytest.raises(SuiteFileError) as err:
+        parse_suite(_suite(task=[task]), "bad.toml")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_equal_values_of_another_numeric_type_are_the_same_job() -> None:
+    as_int = _suite(mechanism=[{"name": "gauss-input", "params": {"eps": 4, "r": 1}}])
+    as_float = _suite(mechanism=[{"name": "gauss-input", "params": {"eps": 4.0, "r": 1.0}}])
+    a, b = expand(parse_suite(as_int)), expand(parse_suite(as_float))
+    assert [j.hash for j in a] == [j.hash for j in b]
+    assert all(isinstance(j.params["eps"], float) for j in a)
+    steps = _suite(attack=[{"name": "optimization", "params": {"max_steps": 30.0}}])
+    (job,) = {j.attack_params["max_steps"]: j for j in expand(parse_suite(steps)) if j.attack}
+    assert isinstance(job, int) and job == 30
+
+
+def test_more_attack_samples_than_test_samples_is_refused() -> None:
+    with pytest.raises(BenchError, match=r"attack_samples = 1000, but task fmnist has only 100"):
+        expand(parse_suite(_suite(attack_samples=1000), "s.toml"))
+    # A task entry may lower it for itself.
+    task = {**tomllib.loads(TINY_SUITE)["task"][0], "attack_samples": 50}
+    jobs = expand(parse_suite(_suite(attack_samples=1000, task=[task])))
+    assert {j.attack_samples for j in jobs if j.attack} == {50}
+
+
+# ------------------------------------------------------------------------ fuzzing
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**6), 10**6),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+)
+VALUES = st.one_of(
+    SCALARS,
+    st.lists(SCALARS, max_size=3),
+    st.dictionaries(st.text(max_size=4), SCALARS, max_size=2),
+)
+NAMES = st.sampled_from(
+    ["gauss-input", "identity", "ldp-image", "dfil", "no-such", "optimization", "map", ""]
+)
+KEYS = st.sampled_from(["eps", "r", "delta", "max_steps", "lr", "name", "grid", "params", "x"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    top=st.dictionaries(
+        st.sampled_from(["name", "version", "seeds", "attack_samples", "description", "extra"]),
+        VALUES,
+        max_size=3,
+    ),
+    mech_name=NAMES,
+    mech_params=st.dictionaries(KEYS, VALUES, max_size=3),
+    attack_name=NAMES,
+    attack_params=st.dictionaries(KEYS, VALUES, max_size=2),
+)
+def test_fuzzed_suites_parse_or_fail_with_one_line(
+    top: dict, mech_name: str, mech_params: dict, attack_name: str, attack_params: dict
+) -> None:
+    raw = _suite(
+        mechanism=[{"name": mech_name, "params": mech_params}],
+        attack=[{"name": attack_name, "params": attack_params}],
+    )
+    raw.update(top)
+    try:
+        suite = parse_suite(raw, "fuzz.toml")
+    except BenchError as exc:  # refused: one line, no traceback
+        assert "\n" not in str(exc) and str(exc)
+        return
+    # Accepted: every value is typed, finite and in range, so the jobs expand.
+    assert all(j.hash for j in expand(suite))
