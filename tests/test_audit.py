@@ -26,6 +26,7 @@ TASK = FashionMNIST(n_train=10, n_aux=10, n_test=10)
 TASK.splits()
 BOX = (0.0, 1.0)
 MEDIUM = {"n_select": 2000, "n_draws": 10000}  # audit size for the slower Fashion-MNIST case
+GAUSS_IMAGES = {"n_draws": 200_000}
 
 
 class VectorTask(Task):
@@ -208,14 +209,15 @@ def test_parse_norm() -> None:
 
 def test_miscalibrated_mechanism_is_caught_in_95_percent_of_seeds() -> None:
     mech = _calibrated(HalfNoiseGauss, eps=2.0, r=0.5)
-    results = [audit_mechanism(mech, VECTOR, seed) for seed in range(20)]  # default size
+    results = [audit_mechanism(mech, VECTOR, seed, n_draws=100_000) for seed in range(20)]
     caught = sum(not r.passed for r in results)
     assert caught >= 19, [round(r.eps_lb, 3) for r in results]
     assert all(r.audited and r.eps_lb is not None for r in results)
 
 
 def test_miscalibrated_mechanism_is_caught_on_images() -> None:
-    result = audit_mechanism(_calibrated(HalfNoiseGauss, TASK, eps=2.0, r=0.5), TASK, 0)
+    mech = _calibrated(HalfNoiseGauss, TASK, eps=2.0, r=0.5)
+    result = audit_mechanism(mech, TASK, 0, n_draws=100_000)
     assert not result.passed and result.eps_lb > 2.0, result.summary()
 
 
@@ -234,14 +236,14 @@ def test_miscalibrated_mechanism_is_caught_on_images() -> None:
     ids=lambda v: getattr(v, "name", None) or ",".join(f"{k}={x}" for k, x in v.items()),
 )
 def test_correct_mechanisms_pass(cls: type, params: dict) -> None:
-    result = audit_mechanism(_calibrated(cls, **params), VECTOR, 0)
+    result = audit_mechanism(_calibrated(cls, **params), VECTOR, 0, n_draws=200_000)
     assert result.audited and result.passed, result.summary()
     assert 0 <= result.eps_lb <= params["eps"]
 
 
 @pytest.mark.parametrize(
     ("cls", "params", "options"),
-    [(GaussInput, {"eps": 1.0, "r": 0.1}, {}), (LDPImage, {"eps": 1.0}, MEDIUM)],
+    [(GaussInput, {"eps": 1.0, "r": 0.1}, GAUSS_IMAGES), (LDPImage, {"eps": 1.0}, MEDIUM)],
     ids=["gauss-input", "ldp-image"],
 )
 def test_correct_mechanisms_pass_on_images(cls: type, params: dict, options: dict) -> None:
@@ -257,7 +259,7 @@ def test_laplace_claim_halved_is_caught_through_the_likelihood_ratio() -> None:
 
 
 def test_deterministic_mechanism_with_a_claim_fails() -> None:
-    result = audit_mechanism(_calibrated(ClaimingIdentity), VECTOR, 0)
+    result = audit_mechanism(_calibrated(ClaimingIdentity), VECTOR, 0, n_draws=20_000)
     assert not result.passed and result.fpr == 0 and result.fnr == 0
     assert result.eps_lb == pytest.approx(result.eps_detectable)
 
@@ -278,8 +280,8 @@ def test_claims_the_audit_cannot_test_pass_with_a_reason(cls: type, reason: str)
 
 def test_audit_is_deterministic_under_its_seed() -> None:
     mech = _calibrated(GaussInput, eps=2.0, r=0.5)
-    a, b = (audit_mechanism(mech, VECTOR, 3) for _ in range(2))
-    c = audit_mechanism(mech, VECTOR, 4)
+    a, b = (audit_mechanism(mech, VECTOR, 3, n_draws=50_000) for _ in range(2))
+    c = audit_mechanism(mech, VECTOR, 4, n_draws=50_000)
     strip = lambda r: {k: v for k, v in r.to_dict().items() if k != "seconds"}  # noqa: E731
     assert strip(a) == strip(b)
     assert strip(a) != strip(c)

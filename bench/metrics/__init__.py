@@ -62,6 +62,14 @@ _BUILTIN: tuple[MetricSpec, ...] = (
         "share of answered queries given the most frequent predicted class (1.0: constant)",
     ),
     MetricSpec("eps_audit_lb", "lower", "privacy", "empirical lower bound on epsilon (audit)"),
+    MetricSpec(
+        "eps_audit_ideal",
+        "higher",
+        "reference",
+        "the audit's power: its median eps lower bound on a mechanism exactly at the claim "
+        "(below the claim: a violation smaller than the gap could not have been caught)",
+    ),
+    MetricSpec("audit_draws", "higher", "reference", "the audit's evaluation draws per input"),
     MetricSpec("fit_s", "lower", "cost", "mechanism fit time in seconds"),
     MetricSpec("release_ms", "lower", "cost", "release time per sample in milliseconds"),
     MetricSpec("attack_s", "lower", "cost", "attack fit + reconstruct time in seconds"),

@@ -60,7 +60,8 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     labels = attack_labels(rows)
     attacks = sorted({_label_of(r, labels) for r in rows if _is_attack(r)})
     has = {n for r in rows for n in r["metrics"]}
-    extra = [n for n in ("release_rate", "eps_audit_lb", "bound_validity") if n in has]
+    audit = ("eps_audit_lb", "eps_audit_ideal", "audit_draws")
+    extra = [n for n in ("release_rate", *audit, "bound_validity") if n in has]
     header = ["mechanism", "params", "guarantee", "seeds"]
     header += [utility] if utility else []
     worst_metrics = [
@@ -125,9 +126,12 @@ def leaderboard_markdown(
         "(mse) higher = more private; psnr / ssim lower = more private. "
         "Worst case = per metric, the strongest attack's value (lowest mse, highest "
         "ssim / top1); the JSON's worst-case rows name the attack in `sources`. "
-        "eps_audit_lb is the privacy audit's 95% lower bound on eps (seed 0); a setting "
-        "whose audit refutes its claim is marked ⚠ unreliable. All numbers are re-executed "
-        "by bench.",
+        "eps_audit_lb is the privacy audit's 95% lower bound on eps (seed 0), from "
+        "audit_draws releases per input; eps_audit_ideal is the bound the same audit gets on "
+        "a mechanism exactly at its claim, so an eps_audit_lb near it means the audit had "
+        "power and one far below the claim means it could not have failed "
+        "(docs/submitting.md); a setting whose audit refutes its claim is marked ⚠ "
+        "unreliable. All numbers are re-executed by bench.",
     ]
     for task, task_rows in _rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)

@@ -33,6 +33,15 @@ SCORE_WORDS = {
 }
 
 
+def _audit_power(metrics: dict[str, Any]) -> str:
+    """"could show 1.75 · 200,000 draws": the bound the audit reaches on a mechanism exactly
+    at its claim, and its size (empty for rows from before audits reported their power)."""
+    ideal, draws = metrics.get("eps_audit_ideal"), metrics.get("audit_draws")
+    if ideal is None or draws is None:
+        return ""
+    return f"could show {ideal['value']:.3g} · {int(draws['value']):,} draws"
+
+
 def _cell(metric: dict[str, Any] | None) -> dict[str, str] | None:
     if metric is None:
         return None
@@ -121,6 +130,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "attack": _cell(worst["metrics"].get(held)) if worst and held else None,
                 "attack_by": (worst.get("sources") or {}).get(held, "") if worst and held else "",
                 "audit": _cell(metrics.get("eps_audit_lb")),
+                "audit_power": _audit_power(metrics),
                 "validity": _cell(weakest["metrics"]["bound_validity"] if weakest else None),
                 "validity_basis": weakest_bound.get("basis", ""),
                 "validity_why": weakest_bound.get("why", ""),

@@ -2,22 +2,32 @@
 
 For an (eps, delta, r) claim (notions ip, reconstruction: inputs within distance r; ldp:
 any two inputs) the audit
-1. builds input pairs the claim covers (`pairs.py`): random and worst-case directions
-   at the radius, or the corners of the data range and real pairs for LDP;
-2. selection: releases each side of each pair `n_select` times (`Mechanism.release`, seeded
+1. plans its size from the claim (`power.py`): the draws per side that refute a mechanism
+   of the declared noise family at 1.25x its claimed eps in >= 95% of seeds, capped by a
+   cost budget counted in deterministic units (never in seconds, so the same audit gives
+   the same numbers on every machine);
+2. builds input pairs the claim covers (`pairs.py`): random and worst-case directions at
+   exactly the radius (for output noise the worst case is found by gradient ascent on the
+   encoder, since its Lipschitz constant may be what is wrong), or the corners of the data
+   range and real pairs for LDP;
+3. selection: releases each side of each pair `n_select` times (`Mechanism.release`, seeded
    generators, vectorised in chunks) and scores every draw with each distinguisher — the
    projection onto Enc(x1) - Enc(x0) (the Neyman-Pearson test for additive Gaussian
    noise), the exact log-likelihood ratio under a declared non-Gaussian noise model
    (Laplace), or, without an encoder, the projection onto the difference of empirical
-   release means; it keeps the (pair, distinguisher, threshold) with the largest bound;
-3. evaluation: releases the chosen pair `n_draws` more times per side and turns the chosen
+   release means; it keeps the (pair, distinguisher, threshold) whose error rates promise
+   the largest bound at the evaluation's size;
+4. evaluation: releases the chosen pair `n_draws` more times per side and turns the chosen
    test's false-positive / false-negative counts into eps_lb (`bounds.py`, Clopper-
-   Pearson at 95%). Selection and evaluation use disjoint draws, so the search in step 2
+   Pearson at 95%). Selection and evaluation use disjoint draws, so the search in step 3
    costs no confidence: eps_lb is a valid 95% lower bound for any correct mechanism.
 
 The audit fails when eps_lb exceeds the claimed eps, i.e. the claim is refuted at 95%
-confidence. A passing audit is evidence, not proof: it only ever lower-bounds eps, and no
-claim above `eps_detectable` (about log(n_draws)) can fail.
+confidence. A passing audit is evidence, not proof: it only ever lower-bounds eps. Each
+result reports its power so a reader can tell "passed" from "could not have failed":
+`eps_ideal`, the bound this size of audit gets on a mechanism exactly at its claim, and
+`power`, its chance of refuting one at 1.25x the claim; a Gaussian-DP estimate (mu and its
+eps) is a diagnostic beside the bound, never a replacement for it.
 """
 
 from __future__ import annotations
@@ -30,9 +40,17 @@ from typing import Any
 
 import numpy as np
 import torch
+from scipy.stats import norm
 
-from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
+from bench.certify.audit.bounds import clopper_pearson_upper, eps_detectable, eps_lower_bound
 from bench.certify.audit.pairs import InputPair, domain_pairs, parse_norm, radius_pairs
+from bench.certify.audit.power import (
+    AuditPlan,
+    gdp_eps,
+    gdp_mu_estimate,
+    plan_at,
+    planned_draws,
+)
 from bench.errors import MechanismOutputError
 from bench.hashing import derive_seed
 from bench.protocols import Mechanism, Task
@@ -43,6 +61,12 @@ RADIUS_NOTIONS = frozenset({"ip", "reconstruction"})
 CONTINUOUS_MODALITIES = frozenset({"image", "tabular", "vector"})
 
 Scorer = Callable[[torch.Tensor], torch.Tensor]
+# Cost budget of an audit, in units of one input or release coordinate (or one encoder
+# weight) per draw: 3M draws per side of a 784-pixel image, under a minute on 2 cores.
+DEFAULT_COST = 1.2e10
+CHUNK_VALUES = 1 << 22  # input + release values per release call: memory stays ~20 MB
+SELECT_FRACTION = 16  # selection draws per pair and side: n_draws / 16 (at least MIN_SELECT)
+MIN_SELECT = 50_000
 
 
 @dataclass(frozen=True)
@@ -68,6 +92,11 @@ class AuditResult:
     threshold: float | None = None
     fpr: float | None = None
     fnr: float | None = None
+    eps_ideal: float | None = None  # bound on a mechanism exactly at its claim (power.py)
+    power: float | None = None  # chance of refuting a mechanism at `ratio` x the claim
+    ratio: float = 1.25
+    mu_gdp: float | None = None  # Gaussian-DP diagnostic: a point estimate, not a bound
+    eps_gdp: float | None = None  # eps at delta of mu_gdp-GDP
     seconds: float = 0.0
     reason: str = ""
 
@@ -82,12 +111,15 @@ class AuditResult:
         """One line for reports: the verdict, the confidence and how it was obtained."""
         if not self.audited or self.n_draws == 0:
             return self.verdict() + (f" ({self.reason})" if self.audited else "")
+        gdp = "" if self.eps_gdp is None else f" (eps {self.eps_gdp:.3g})"
         return (
             f"{self.verdict()}{'' if self.passed else ' (FAIL)'} at "
             f"{self.confidence:.0%} confidence; {self.n_pairs} pairs x 2 x {self.n_select} "
             f"selection draws, 2 x {self.n_draws} evaluation draws on the {self.pair} with the "
-            f"{self.statistic} test (FPR {self.fpr:.2g}, FNR {self.fnr:.2g}); "
-            f"largest detectable eps {self.eps_detectable:.3g}; {self.seconds:.1f} s"
+            f"{self.statistic} test (FPR {self.fpr:.2g}, FNR {self.fnr:.2g}); power: "
+            f"{self.power:.0%} against {self.ratio:g}x the claim, bound on a mechanism at "
+            f"the claim {self.eps_ideal:.3g}, perfect-test ceiling {self.eps_detectable:.3g}; "
+            f"GDP diagnostic mu {self.mu_gdp:.3g}{gdp}; {self.seconds:.1f} s"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -186,16 +218,65 @@ def distinguishers(
     return out
 
 
-def best_threshold(
-    s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float
+def _candidate_thresholds(s0: np.ndarray, s1: np.ndarray, per_tail: int = 600) -> np.ndarray:
+    """Observed scores to try as thresholds: every one of the `per_tail` most extreme at each
+    end of both sorted samples (where the bound is decided), and geometrically spaced order
+    statistics further in, so the search costs O(per_tail) bounds however many draws."""
+    picks = []
+    for s in (s0, s1):
+        n = len(s)
+        steps = np.unique(np.geomspace(1, max(n, 1), per_tail).astype(np.int64)) - 1
+        index = np.unique(np.concatenate([np.arange(min(per_tail, n)), steps]))
+        picks += [s[index], s[n - 1 - index]]
+    return np.unique(np.concatenate(picks))
+
+
+def _gaussian_threshold(
+    s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float, n_eval: int
 ) -> tuple[float, float]:
-    """The threshold t of the test "score > t means x1" with the largest eps bound on these
-    draws (every observed score is a candidate), and that bound."""
+    """For a projection of additive Gaussian noise (a Gaussian score on each side): the
+    threshold best for normals fitted to the selection scores. The bound is decided far in
+    a tail the selection draws barely reach, where a fitted normal is steadier than counts;
+    the threshold is still a function of the selection draws only, so the bound stays valid
+    whatever the noise really is."""
+    m0, sd0, m1, sd1 = s0.mean(), s0.std(), s1.mean(), s1.std()
+    if not (sd0 > 0 and sd1 > 0):
+        return best_threshold(s0, s1, delta, alpha, n_eval)
+    lo, hi = min(m0, m1), max(m0, m1)
+    spread = max(sd0, sd1)
+    t = np.linspace(lo - 9 * spread, hi + 9 * spread, 4001)
+    fpr, fnr = norm.sf((t - m0) / sd0), norm.cdf((t - m1) / sd1)
+    bounds = eps_lower_bound(fpr * n_eval, n_eval, fnr * n_eval, n_eval, delta, alpha)
+    i = int(np.argmax(bounds))
+    return float(t[i]), float(bounds[i])
+
+
+def best_threshold(
+    s0: np.ndarray,
+    s1: np.ndarray,
+    delta: float,
+    alpha: float,
+    n_eval: int | None = None,
+    gaussian: bool = False,
+) -> tuple[float, float]:
+    """The threshold t of the test "score > t means x1" whose error rates on these draws
+    promise the largest eps bound from `n_eval` evaluation draws per side (candidates: the
+    observed scores of `_candidate_thresholds`), and that bound. Rates are one-sigma upper
+    bounds, so a tail the selection draws barely reached is not taken for a perfect test.
+    `gaussian`: the score is Gaussian on each side (`_gaussian_threshold`)."""
+    if gaussian and n_eval is not None and np.isfinite(s0).all() and np.isfinite(s1).all():
+        return _gaussian_threshold(s0, s1, delta, alpha, n_eval)
     s0, s1 = np.sort(s0), np.sort(s1)
-    candidates = np.unique(np.concatenate([s0, s1]))
+    candidates = _candidate_thresholds(s0, s1)
     false_pos = len(s0) - np.searchsorted(s0, candidates, side="right")
     false_neg = np.searchsorted(s1, candidates, side="right")
-    bounds = eps_lower_bound(false_pos, len(s0), false_neg, len(s1), delta, alpha)
+    if n_eval is None:
+        bounds = eps_lower_bound(false_pos, len(s0), false_neg, len(s1), delta, alpha)
+    else:
+        # One-sigma upper bounds on the selection rates: a thin tail promises little.
+        fpr = clopper_pearson_upper(false_pos, len(s0), 0.16)
+        fnr = clopper_pearson_upper(false_neg, len(s1), 0.16)
+        bounds = eps_lower_bound(fpr * n_eval, n_eval, fnr * n_eval, n_eval, delta, alpha)
     i = int(np.argmax(bounds))
     return float(candidates[i]), float(bounds[i])
 
@@ -275,20 +356,76 @@ def audit_pairs_for(
     return domain_pairs(anchors, box, encoder, output_p, n_random, n_worst)  # type: ignore[arg-type]
 
 
+def _cost_per_draw(mechanism: Mechanism, x: torch.Tensor, release_dim: int) -> int:
+    """Deterministic cost units of one release: input and release coordinates plus the
+    encoder's weights (a proxy for its multiply-adds)."""
+    encoder = mechanism.encoder()
+    weights = sum(p.numel() for p in encoder.parameters()) if encoder is not None else 0
+    return int(x.numel() + release_dim + weights)
+
+
+def _loss_coordinates(mechanism: Mechanism, pairs: list[InputPair]) -> int:
+    """The most release coordinates any pair's noiseless outputs differ in (1 without an
+    encoder): how widely a Laplace claim's privacy loss is spread (power.laplace_model)."""
+    encoder = mechanism.encoder()
+    if encoder is None:
+        return 1
+    with torch.no_grad():
+        x0 = torch.stack([p.x0 for p in pairs])
+        x1 = torch.stack([p.x1 for p in pairs])
+        gap = (encoder(x1) - encoder(x0)).flatten(1).abs()
+    return max(1, int((gap > 1e-9 * gap.amax(1, keepdim=True).clamp_min(1e-30)).sum(1).max()))
+
+
+def plan_audit(
+    mechanism: Mechanism,
+    claim: tuple,
+    pairs: list[InputPair],
+    release_dim: int,
+    *,
+    n_draws: int | None,
+    max_cost: float,
+    ratio: float,
+    target_power: float,
+    alpha: float,
+) -> AuditPlan:
+    """Evaluation draws per side: `n_draws` if given, else planned from the claim and capped
+    so the whole audit (selection on every pair, twice as much without an encoder, plus
+    the evaluation) stays within `max_cost` units."""
+    _, eps, delta, _, _ = claim
+    noise = mechanism.noise()
+    kind = noise.kind if noise is not None else None
+    k = _loss_coordinates(mechanism, pairs) if kind == "laplace" else 1
+    if n_draws is not None:
+        return plan_at(kind, eps, delta, n_draws, ratio=ratio, alpha=alpha, coordinates=k)
+    selection = 2 * len(pairs) * (1 if mechanism.encoder() is not None else 2) / SELECT_FRACTION
+    cost = _cost_per_draw(mechanism, pairs[0].x0, release_dim) * (2 + selection)
+    cap = max(MIN_SELECT, int(max_cost / cost))
+    return planned_draws(
+        kind, eps, delta, ratio=ratio, target=target_power, max_draws=cap, coordinates=k
+    )
+
+
 def audit_mechanism(
     mechanism: Mechanism,
     task: Task,
     seed: int,
     *,
-    n_draws: int = 50_000,
-    n_select: int = 10_000,
+    n_draws: int | None = None,
+    n_select: int | None = None,
+    max_cost: float = DEFAULT_COST,
+    ratio: float = 1.25,
+    target_power: float = 0.95,
     n_random: int = 2,
     n_worst: int = 1,
     confidence: float = 0.95,
-    chunk: int = 4096,
+    chunk: int | None = None,
 ) -> AuditResult:
     """Audit a FITTED mechanism's declared claim on `task` (module docstring); deterministic
-    given `seed`. Costs about (pairs x 2 x n_select + 2 x n_draws) releases of one input."""
+    given `seed`. `n_draws` fixes the evaluation size (default: planned from the claim for
+    `target_power` against `ratio` x the claimed eps, within `max_cost` units);
+    `n_select` the selection draws per pair and side (default n_draws / 16); `chunk` the
+    releases per call (default: about CHUNK_VALUES input and release values)."""
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     claim = _claim(mechanism)
@@ -300,25 +437,51 @@ def audit_mechanism(
     pairs = audit_pairs_for(mechanism, task, claim, seed, n_random, n_worst)
     probe = mechanism.release(pairs[0].x0.unsqueeze(0).clone(), _generator(seed, "probe"))
     release_dim = int(probe.values[0].numel())
+    if chunk is None:
+        chunk = max(256, CHUNK_VALUES // (pairs[0].x0.numel() + release_dim))
+    plan = plan_audit(
+        mechanism,
+        claim,
+        pairs,
+        release_dim,
+        n_draws=n_draws,
+        max_cost=max_cost,
+        ratio=ratio,
+        target_power=target_power,
+        alpha=alpha,
+    )
+    n_eval = plan.n_draws
+    n_sel = n_select if n_select is not None else max(MIN_SELECT, n_eval // SELECT_FRACTION)
+    power_fields = {
+        "eps_ideal": plan.ideal,
+        "power": plan.power,
+        "ratio": ratio,
+        "n_select": n_sel,
+        "n_pairs": len(pairs),
+        "confidence": confidence,
+        "eps_detectable": eps_detectable(n_eval, n_eval, delta, alpha),
+    }
 
+    noise = mechanism.noise()
+    gaussian_noise = noise is not None and noise.kind == "gaussian"
     best: tuple[float, int, str, float, Scorer] | None = None
     for i, pair in enumerate(pairs):
 
         def direction(i: int = i, pair: InputPair = pair) -> torch.Tensor:
-            m0 = _mean_release(mechanism, pair.x0, n_select, _generator(seed, f"dir/{i}/0"), chunk)
-            m1 = _mean_release(mechanism, pair.x1, n_select, _generator(seed, f"dir/{i}/1"), chunk)
+            m0 = _mean_release(mechanism, pair.x0, n_sel, _generator(seed, f"dir/{i}/0"), chunk)
+            m1 = _mean_release(mechanism, pair.x1, n_sel, _generator(seed, f"dir/{i}/1"), chunk)
             return m1 - m0 if len(m0) == len(m1) else m0[:0]
 
         scorers = distinguishers(mechanism, pair, release_dim, direction)
         if not scorers:
             continue
-        s0 = release_scores(mechanism, pair.x0, n_select, _generator(seed, f"sel/{i}/0"), scorers)
-        s1 = release_scores(mechanism, pair.x1, n_select, _generator(seed, f"sel/{i}/1"), scorers)
+        s0 = release_scores(mechanism, pair.x0, n_sel, _generator(seed, f"sel/{i}/0"), scorers)
+        s1 = release_scores(mechanism, pair.x1, n_sel, _generator(seed, f"sel/{i}/1"), scorers)
         for stat, scorer in scorers.items():
-            threshold, bound = best_threshold(s0[stat], s1[stat], delta, alpha)
+            gaussian = stat == "projection" and gaussian_noise
+            threshold, bound = best_threshold(s0[stat], s1[stat], delta, alpha, n_eval, gaussian)
             if best is None or bound > best[0]:
                 best = (bound, i, stat, threshold, scorer)
-    detectable = eps_detectable(n_draws, n_draws, delta, alpha)
     if best is None:  # every pair releases identically distributed outputs (or nothing)
         return AuditResult(
             name,
@@ -329,21 +492,19 @@ def audit_mechanism(
             audited=True,
             passed=True,
             eps_lb=0.0,
-            eps_detectable=detectable,
-            confidence=confidence,
-            n_pairs=len(pairs),
-            n_select=n_select,
             seconds=time.perf_counter() - start,
             reason="no pair gives the distinguishers any signal",
+            **power_fields,
         )
 
     _, i, stat, threshold, scorer = best
     pair = pairs[i]
-    e0 = release_scores(mechanism, pair.x0, n_draws, _generator(seed, "eval/0"), {stat: scorer})
-    e1 = release_scores(mechanism, pair.x1, n_draws, _generator(seed, "eval/1"), {stat: scorer})
+    e0 = release_scores(mechanism, pair.x0, n_eval, _generator(seed, "eval/0"), {stat: scorer})
+    e1 = release_scores(mechanism, pair.x1, n_eval, _generator(seed, "eval/1"), {stat: scorer})
     false_pos = int((e0[stat] > threshold).sum())
     false_neg = int((e1[stat] <= threshold).sum())
-    eps_lb = float(eps_lower_bound(false_pos, n_draws, false_neg, n_draws, delta, alpha))
+    eps_lb = float(eps_lower_bound(false_pos, n_eval, false_neg, n_eval, delta, alpha))
+    mu = gdp_mu_estimate(false_pos / n_eval, false_neg / n_eval, n_eval)
     return AuditResult(
         name,
         notion,
@@ -353,17 +514,16 @@ def audit_mechanism(
         audited=True,
         passed=eps_lb <= eps,  # type: ignore[operator]
         eps_lb=eps_lb,
-        eps_detectable=detectable,
-        confidence=confidence,
-        n_pairs=len(pairs),
-        n_select=n_select,
-        n_draws=n_draws,
+        n_draws=n_eval,
         pair=f"{pair.describe()} (pair {i + 1} of {len(pairs)})",
         statistic=stat,
         threshold=threshold,
-        fpr=false_pos / n_draws,
-        fnr=false_neg / n_draws,
+        fpr=false_pos / n_eval,
+        fnr=false_neg / n_eval,
+        mu_gdp=mu,
+        eps_gdp=gdp_eps(mu, delta),
         seconds=time.perf_counter() - start,
+        **power_fields,
     )
 
 

@@ -20,6 +20,8 @@ from torch import nn
 Norm = Literal["l1", "l2", "linf"]
 _ORDER = {"l1": 1.0, "l2": 2.0, "linf": float("inf")}
 PGD_STEPS = 10
+RADIUS_ASCENT_STEPS = 40  # worst case within a radius: the certified constant is the target
+MAX_VERTEX_SEARCH = 4096  # inputs up to this size try every l1 vertex before the ascent
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,33 @@ def _random_directions(
     if norm == "l1":  # uniform direction on the l1 sphere: normalised Laplace signs
         d = d.sign() * torch.empty_like(d).exponential_(generator=gen)
     d = _onto_ball(_inward(x0, d, box), radius, norm, exact=True)
-    return (x0 + d).clamp(*box)
+    return _fill_radius(x0, d, radius, norm, box)
+
+
+def _fill_radius(
+    x0: torch.Tensor, d: torch.Tensor, radius: float, norm: Norm, box: tuple[float, float]
+) -> torch.Tensor:
+    """x0 + s d clipped to the box, with s >= 1 found by bisection so that the clipped move
+    is at exactly `radius` (what the box cuts off one coordinate goes to the others): a
+    pair at the full distance is the one a tight claim is tight on. Where the box cannot
+    hold the radius in this direction, the farthest clipped point."""
+    shape = (-1, *([1] * (x0.dim() - 1)))
+
+    def reach(scale: torch.Tensor) -> torch.Tensor:
+        return _norms((x0 + scale.view(shape) * d).clamp(*box) - x0, norm)
+
+    lo = torch.ones(len(x0), dtype=x0.dtype)
+    hi = torch.full_like(lo, 1.0)
+    for _ in range(60):  # grow hi until it reaches the radius (or stops gaining)
+        short = reach(hi) < radius
+        if not short.any():
+            break
+        hi = torch.where(short, hi * 2, hi)
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        under = reach(mid) < radius
+        lo, hi = torch.where(under, mid, lo), torch.where(under, hi, mid)
+    return (x0 + lo.view(shape) * d).clamp(*box)
 
 
 def _output_distance(
@@ -111,6 +139,23 @@ def _l1_vertex(
     return (base + amount * torch.where(g >= 0, 1.0, -1.0)).view_as(x0)
 
 
+def _best_vertices(
+    x0: torch.Tensor, radius: float, box: tuple[float, float], encoder: nn.Module, p: float
+) -> torch.Tensor:
+    """For each row of x0, the vertex x0 +- radius e_j (clipped to the box) with the largest
+    ||Enc(x1) - Enc(x0)||_p, by trying all 2d of them: exact for a linear encoder, whose
+    gap over the l1 ball peaks at a vertex, and a start for the ascent otherwise."""
+    d = x0[0].numel()
+    moves = torch.cat([torch.eye(d), -torch.eye(d)]) * radius
+    out = []
+    with torch.no_grad():
+        for row in x0:
+            candidates = (row.flatten() + moves).clamp(*box).view(-1, *row.shape)
+            gaps = _output_distance(encoder, candidates, row.expand_as(candidates), p)
+            out.append(candidates[int(gaps.argmax())])
+    return torch.stack(out)
+
+
 def worst_case_radius_pairs(
     x0: torch.Tensor,
     radius: float,
@@ -121,9 +166,12 @@ def worst_case_radius_pairs(
     gen: torch.Generator,
 ) -> torch.Tensor:
     """x1 within `radius` of each row of `x0` maximising ||Enc(x1) - Enc(x0)||_p, from a
-    random direction. l2 / linf: projected gradient ascent, PGD_STEPS steps of radius / 4.
-    l1: a convex gap peaks at a vertex of the ball, so each step jumps to the vertex that
-    maximises the linearised gap (`_l1_vertex`) and keeps it only if the gap grew."""
+    random direction, keeping the best point seen. l2 / linf: gradient steps of radius / 2
+    projected back onto the sphere (RADIUS_ASCENT_STEPS of them).
+    l1: a convex gap peaks at a vertex of the ball, so the search starts at the best of all
+    vertices (`_best_vertices`, inputs up to MAX_VERTEX_SEARCH values) and each step jumps
+    to the vertex that maximises the linearised gap (`_l1_vertex`), kept only if the gap
+    grew."""
     with torch.no_grad():
         target = encoder(x0)
 
@@ -135,8 +183,13 @@ def worst_case_radius_pairs(
         return gap.detach(), grad
 
     x1 = _random_directions(x0, radius, norm, box, gen)
-    for _ in range(PGD_STEPS):
+    if norm == "l1" and x0[0].numel() <= MAX_VERTEX_SEARCH:
+        x1 = _best_vertices(x0, radius, box, encoder, output_p)
+    best, best_gap = x1.detach(), torch.full((len(x0),), -1.0)
+    for _ in range(RADIUS_ASCENT_STEPS):
         gap, grad = gap_and_grad(x1)
+        better = (gap > best_gap).view(-1, *([1] * (x0.dim() - 1)))
+        best, best_gap = torch.where(better, x1.detach(), best), torch.maximum(gap, best_gap)
         if norm == "l1":
             candidate = _l1_vertex(x0, grad, radius, box)
             with torch.no_grad():
@@ -146,9 +199,13 @@ def worst_case_radius_pairs(
             keep = (new_gap >= gap * (1 - 1e-6)).view(-1, *([1] * (x0.dim() - 1)))
             x1 = torch.where(keep, candidate, x1.detach())
         else:
-            step = x1.detach() + _ascent_step(grad, norm, radius / 4) - x0
-            x1 = (x0 + _onto_ball(step, radius, norm, exact=False)).clamp(*box)
-    return x1.detach()
+            # Steps of half the radius then back onto the sphere: for a linear encoder this
+            # is a damped power iteration towards its top singular direction.
+            step = x1.detach() + _ascent_step(grad, norm, radius / 2) - x0
+            x1 = _fill_radius(x0, _onto_ball(step, radius, norm, exact=True), radius, norm, box)
+    gap, _ = gap_and_grad(x1)
+    better = (gap >= best_gap).view(-1, *([1] * (x0.dim() - 1)))
+    return torch.where(better, x1.detach(), best)
 
 
 def worst_case_domain_pairs(
