@@ -27,6 +27,7 @@ from bench.report.rows import build_rows
 from bench.report.write import leaderboard_is_current, write_leaderboard
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
+from bench.store_guard import open_store
 from bench.suite import Suite, load_suite, make_task
 from bench.validation import attach_expected_failures
 
@@ -157,7 +158,7 @@ def run_suite(
 ) -> tuple[RunSummary, list[Path]]:
     """Run every pending job of a suite and write its leaderboard."""
     suite, jobs = expand_suite(name_or_path, seeds=seeds)
-    store = ResultStore(store_path)
+    store = open_store(store_path)
     try:
         summary = run_jobs(jobs, store, cache_dir(store_path), executor=executor, progress=progress)
         paths = write_suite_leaderboard(

@@ -12,6 +12,9 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import io
+import math
+import pickle
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,6 +23,7 @@ from typing import Any
 
 import torch
 
+from bench.errors import ConfigError
 from bench.fsutil import atomic_write
 from bench.hashing import digest, seeded_init
 
@@ -46,7 +50,13 @@ class ArtifactCache:
     @contextmanager
     def _locked(self, key: str) -> Iterator[Path]:
         entry = self.root / key
-        entry.mkdir(parents=True, exist_ok=True)
+        try:
+            entry.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"artifact cache {self.root}: cannot create {entry.name} ({exc.strerror}); "
+                "point BENCH_CACHE at a writable directory"
+            ) from exc
         with open(entry / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
@@ -83,16 +93,26 @@ class ArtifactCache:
 
     @staticmethod
     def _read(entry: Path) -> Any | None:
+        """The entry's artifact, or None when any of its files is missing, unreadable or
+        inconsistent (then it is rebuilt): the blob against its checksum, the build time a
+        finite non-negative number, the blob loadable."""
         blob_path, sum_path = entry / "artifact.pt", entry / "artifact.sha256"
-        if not (blob_path.exists() and sum_path.exists() and (entry / "build_seconds").exists()):
+        try:
+            blob = blob_path.read_bytes()
+            if hashlib.sha256(blob).hexdigest() != sum_path.read_text().strip():
+                return None
+            took = float((entry / "build_seconds").read_text())
+            if not (math.isfinite(took) and took >= 0):
+                return None
+            return torch.load(io.BytesIO(blob), weights_only=False)
+        except (OSError, ValueError, RuntimeError, EOFError, pickle.UnpicklingError):
             return None
-        blob = blob_path.read_bytes()
-        if hashlib.sha256(blob).hexdigest() != sum_path.read_text().strip():
-            return None  # corrupt: rebuild
-        return torch.load(io.BytesIO(blob), weights_only=False)
 
     @staticmethod
     def _write(entry: Path, artifact: Any, build_seconds: float) -> None:
+        for name in ("artifact.pt", "artifact.sha256", "build_seconds"):
+            if (entry / name).is_dir():  # a damaged entry: make room for the rebuilt files
+                shutil.rmtree(entry / name)
         buf = io.BytesIO()
         torch.save(artifact, buf)
         blob = buf.getvalue()

@@ -36,7 +36,13 @@ app.add_typer(data_app, name="data")
 
 
 def _cache_root(store: Path) -> Path:
-    return cache_dir(store)
+    """The artifact cache directory; a path that exists and is not a directory is refused."""
+    root = cache_dir(store)
+    if root.exists() and not root.is_dir():
+        raise ConfigError(
+            f"artifact cache {root} is not a directory; point BENCH_CACHE at a directory"
+        )
+    return root
 
 
 def _print_version(value: bool) -> None:
@@ -147,7 +153,7 @@ def run(
     from bench.api import expand_suite, write_suite_leaderboard
     from bench.executors import make_executor
     from bench.runner import run_jobs
-    from bench.store import ResultStore
+    from bench.store_guard import open_store
 
     runner = make_executor(executor, workers=jobs, address=address)
     loaded, all_jobs = expand_suite(suite, seeds=seeds)
@@ -168,7 +174,7 @@ def run(
     if dry_run:
         _print_plan(loaded.name, selected, store)
         return
-    db = ResultStore(store)
+    db = open_store(store)
     try:
         summary = run_jobs(selected, db, _cache_root(store), executor=runner, progress=progress)
         typer.echo(
@@ -241,12 +247,12 @@ def _write_suite_from_store(
     suite: str, seeds: int | None, store: Path, out: Path | None
 ) -> list[Path]:
     from bench.api import expand_suite, write_suite_leaderboard
-    from bench.store import ResultStore
+    from bench.store_guard import open_store
 
     loaded, all_jobs = expand_suite(suite, seeds=seeds)
     if not store.exists():
         raise BenchError(f"no result store at {store}; run `bench run --suite {suite}` first")
-    db = ResultStore(store)
+    db = open_store(store)
     try:
         missing = len({j.hash for j in all_jobs}) - len(
             db.stored_hashes([j.hash for j in all_jobs])
@@ -287,7 +293,7 @@ def profile(
 ) -> None:
     """Where the stored jobs' time went: per stage, task, kind of job, and the slowest jobs."""
     from bench.report.profile import profile_lines
-    from bench.store import ResultStore
+    from bench.store_guard import open_store
 
     if not store.exists():
         raise BenchError(f"no result store at {store}; run `bench run --suite NAME` first")
@@ -297,7 +303,7 @@ def profile(
 
         _, suite_jobs = expand_suite(suite)
         hashes = list(dict.fromkeys(j.hash for j in suite_jobs))
-    db = ResultStore(store)
+    db = open_store(store)
     try:
         timings = db.timings(hashes)
     finally:
@@ -370,9 +376,9 @@ def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:
     from collections import Counter
 
     from bench.runner import job_kind, pending_jobs
-    from bench.store import ResultStore
+    from bench.store_guard import open_store
 
-    db = ResultStore(store) if store.exists() else None
+    db = open_store(store) if store.exists() else None
     try:
         pending = pending_jobs(jobs, db)
         durations = db.mean_durations() if db else {}
@@ -494,12 +500,26 @@ def validate(
 
 
 def main() -> None:
-    """Entry point: run the app, turning user errors into one line and exit code 2."""
+    """Entry point: run the app, turning user errors (bench's own and click's usage errors)
+    into one line and exit code 2, and Ctrl-C into one line and exit code 130."""
+    from typer._click.exceptions import NoArgsIsHelpError
+
     try:
-        app()  # standalone: usage errors print click's message and exit 2
+        code = app(standalone_mode=False)
     except BenchError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except NoArgsIsHelpError as exc:  # `bench` or a group without a command: its help
+        print(exc.ctx.get_help() if exc.ctx else "bench --help")
+        sys.exit(2)
+    except typer.TyperException as exc:  # click's usage errors, one line instead of three
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        print(f"bench: error: {' '.join(message.split())} (see --help)", file=sys.stderr)
+        sys.exit(getattr(exc, "exit_code", 2))
+    except (typer.Abort, KeyboardInterrupt):
+        print("bench: interrupted; finished jobs are stored, rerun to resume", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

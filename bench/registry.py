@@ -88,10 +88,30 @@ def load_object(spec: str, kind: str) -> type:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UnknownNameError(f"cannot import {kind} module '{module_name}': {exc}") from exc
+    except Exception as exc:  # a syntax or runtime error in the plug-in module itself
+        raise UnknownNameError(
+            f"cannot import {kind} module '{module_name}': {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())}"
+        ) from exc
     try:
-        return getattr(module, attr)
+        obj = getattr(module, attr)
     except AttributeError as exc:
         raise UnknownNameError(f"module '{module_name}' has no {kind} '{attr}'") from exc
+    base = _base_class(kind)
+    if base is not None and not (isinstance(obj, type) and issubclass(obj, base)):
+        raise UnknownNameError(f"{spec} is not a bench {base.__name__} (a subclass of it)")
+    return obj
+
+
+def _base_class(kind: str) -> type | None:
+    """The protocol class a `module:Class` of this kind must subclass."""
+    from bench import protocols
+
+    return {
+        "task": protocols.Task,
+        "mechanism": protocols.Mechanism,
+        "attack": protocols.Attack,
+    }.get(kind)
 
 
 TASKS: Registry = Registry("task", "bench.tasks")

@@ -101,7 +101,15 @@ def load_suite(name_or_path: str) -> Suite:
                 f"unknown suite '{name_or_path}'; known suites: {known} (or pass a .toml path)"
             )
     try:
-        raw = tomllib.loads(path.read_text())
+        text = path.read_text(encoding="utf-8")
+    except IsADirectoryError as exc:
+        raise SuiteFileError(f"{path}: is a directory, not a suite file") from exc
+    except UnicodeDecodeError as exc:
+        raise SuiteFileError(f"{path}: not UTF-8 text (TOML files are UTF-8)") from exc
+    except OSError as exc:
+        raise SuiteFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SuiteFileError(f"{path}: not valid TOML: {exc}") from exc
     return parse_suite(raw, str(path))

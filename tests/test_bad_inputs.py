@@ -174,3 +174,164 @@ def test_fuzzed_suites_parse_or_fail_with_one_line(
         return
     # Accepted: every value is typed, finite and in range, so the jobs expand.
     assert all(j.hash for j in expand(suite))
+
+
+# ------------------------------------------------- files, stores, caches, plug-ins, CLI
+
+
+def _cli(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    """Run `bench ARGS` in-process: (exit code, stderr)."""
+    from bench.cli import main
+
+    monkeypatch.setattr("sys.argv", ["bench", *args])
+    with pytest.raises(SystemExit) as done:
+        main()
+    return int(done.value.code or 0), capsys.readouterr().err
+
+
+def _one_line_refusal(code: int, err: str, fragment: str) -> None:
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bench: error: "), err
+    assert fragment in lines[0] and "Traceback" not in err
+
+
+SUITE_BYTES = {
+    "directory": None,
+    "binary": b"\xff\xfe\x00\x01\x02",
+    "utf16": 'name = "x"\n'.encode("utf-16"),
+    "bad-toml": b"name = \n",
+}
+
+
+@pytest.mark.parametrize(
+    ("case", "fragment"),
+    [
+        ("directory", "is a directory"),
+        ("binary", "not UTF-8"),
+        ("utf16", "not UTF-8"),
+        ("bad-toml", "not valid TOML"),
+    ],
+)
+def test_unreadable_suite_files_are_one_line(tmp_path, monkeypatch, capsys, case, fragment):
+    path = tmp_path / "suite.toml"
+    if SUITE_BYTES[case] is None:
+        path.mkdir()
+    else:
+        path.write_bytes(SUITE_BYTES[case])
+    _one_line_refusal(*_cli(monkeypatch, capsys, "run", "--suite", str(path)), fragment)
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("run", "--suite", "smoke", "--seeds", "0"), "'--seeds'"),
+        (("run", "--suite", "smoke", "--jobs", "0"), "'--jobs'"),
+        (("run", "--suite", "smoke", "--jobs", "two"), "'--jobs'"),
+        (("run", "--bogus"), "No such option: --bogus"),
+        (("run",), "Missing option '--suite'"),
+        (("list",), "Missing argument"),
+        (("nosuch",), "No such command 'nosuch'"),
+        (("list", "gadgets"), "gadgets"),
+        (("run", "--suite", "no-such-suite"), "unknown suite 'no-such-suite'"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else None,
+)
+def test_cli_usage_errors_are_one_line(monkeypatch, capsys, args, fragment) -> None:
+    _one_line_refusal(*_cli(monkeypatch, capsys, *args), fragment)
+
+
+def _store_case(tmp_path, case: str):
+    import sqlite3
+
+    if case == "parent-is-a-file":
+        (tmp_path / "f").write_text("x")
+        return tmp_path / "f" / "s.sqlite"
+    if case == "is-a-directory":
+        (tmp_path / "d.sqlite").mkdir()
+        return tmp_path / "d.sqlite"
+    path = tmp_path / "s.sqlite"
+    if case == "garbage":
+        path.write_bytes(bytes(range(256)) * 4)
+    elif case == "truncated-sqlite":
+        conn = sqlite3.connect(path)
+        conn.execute("create table t(x)")
+        conn.commit()
+        conn.close()
+        path.write_bytes(path.read_bytes()[:50])
+    elif case == "foreign-jobs-table":
+        conn = sqlite3.connect(path)
+        conn.execute("create table jobs(a int)")
+        conn.commit()
+        conn.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("case", "fragment"),
+    [
+        ("parent-is-a-file", "is a file, not a directory"),
+        ("is-a-directory", "is a directory"),
+        ("garbage", "not a bench result store"),
+        ("truncated-sqlite", "not a bench result store"),
+        ("foreign-jobs-table", "'jobs' table is not bench's"),
+    ],
+)
+def test_unusable_stores_are_one_line_and_left_unchanged(
+    tmp_path, monkeypatch, capsys, case, fragment
+) -> None:
+    store = _store_case(tmp_path, case)
+    before = store.read_bytes() if store.is_file() else None
+    code, err = _cli(
+        monkeypatch, capsys, "run", "--suite", "smoke", "--store", str(store), "--seeds", "1"
+    )
+    _one_line_refusal(code, err, fragment)
+    assert (store.read_bytes() if store.is_file() else None) == before
+
+
+def test_cache_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys) -> None:
+    (tmp_path / "cache").write_text("x")
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    code, err = _cli(
+        monkeypatch, capsys, "run", "--suite", "smoke", "--store", str(tmp_path / "s.sqlite")
+    )
+    _one_line_refusal(code, err, "is not a directory")
+
+
+@pytest.mark.parametrize("damage", ["garbage-build-seconds", "nan-build-seconds", "blob-is-dir"])
+def test_damaged_cache_entry_is_rebuilt(tmp_path, damage: str) -> None:
+    from bench.cache import ArtifactCache
+
+    cache = ArtifactCache(tmp_path)
+    recipe = {"what": "answer"}
+    assert cache.get_or_build(recipe, lambda: {"v": 1}) == {"v": 1}
+    entry = tmp_path / cache.key(recipe)
+    if damage == "garbage-build-seconds":
+        (entry / "build_seconds").write_text("not a number")
+    elif damage == "nan-build-seconds":
+        (entry / "build_seconds").write_text("nan")
+    else:
+        (entry / "artifact.pt").unlink()
+        (entry / "artifact.pt").mkdir()
+    built = []
+    assert cache.get_or_build(recipe, lambda: built.append(1) or {"v": 2}) == {"v": 2}
+    assert built == [1]  # rebuilt once, then read back
+    assert ArtifactCache(tmp_path).get_or_build(recipe, lambda: {"v": 3}) == {"v": 2}
+
+
+@pytest.mark.parametrize(
+    ("source", "spec", "fragment"),
+    [
+        ("def broken(:\n", "plug_broken:X", "SyntaxError"),
+        ("raise RuntimeError('boom at import')\n", "plug_raises:X", "RuntimeError: boom"),
+        ("X = 3\n", "plug_value:X", "is not a bench Mechanism"),
+        ("class X:\n    pass\n", "plug_class:X", "is not a bench Mechanism"),
+        ("Y = 1\n", "plug_missing:X", "has no mechanism 'X'"),
+    ],
+)
+def test_broken_plug_ins_are_one_line(tmp_path, monkeypatch, source, spec, fragment) -> None:
+    (tmp_path / f"{spec.split(':')[0]}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(BenchError) as err:
+        parse_suite(_suite(mechanism=[{"name": spec}]), "plug.toml")
+    assert fragment in str(err.value) and "\n" not in str(err.value)
