@@ -34,8 +34,8 @@ SCORE_WORDS = {
 
 
 def _audit_power(metrics: dict[str, Any]) -> str:
-    """"could show 1.75 · 200,000 draws": the bound the audit reaches on a mechanism exactly
-    at its claim, and its size (empty for rows from before audits reported their power)."""
+    """The audit's power in words, e.g. "could show 1.75 · 200,000 draws": the bound it
+    reaches on a mechanism exactly at its claim, and its size (empty for older rows)."""
     ideal, draws = metrics.get("eps_audit_ideal"), metrics.get("audit_draws")
     if ideal is None or draws is None:
         return ""
