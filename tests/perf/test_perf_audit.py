@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from bench.certify.audit.bounds import eps_lower_bound
 from bench.certify.audit.core import audit_mechanism, best_threshold, release_scores
 from bench.tasks.images import FashionMNIST
 from mechanisms.noise.input_noise import GaussInput
@@ -46,7 +47,7 @@ def test_threshold_search_2x10k(benchmark) -> None:
 
 @pytest.mark.benchmark(group="audit")
 def test_small_audit(benchmark) -> None:
-    """A whole audit of gauss-input at a tenth of the default size (3 pairs, 2 x 5,000)."""
+    """A whole audit of gauss-input at a small fixed size (3 pairs, 2 x 5,000)."""
     mech = _gauss_input()
     result = benchmark.pedantic(
         audit_mechanism,
@@ -56,3 +57,28 @@ def test_small_audit(benchmark) -> None:
         iterations=1,
     )
     assert result.passed
+
+
+def _every_candidate(s0: np.ndarray, s1: np.ndarray, n_eval: int) -> float:
+    """The search before this stop: a Clopper-Pearson bound for every observed score."""
+    s0, s1 = np.sort(s0), np.sort(s1)
+    candidates = np.unique(np.concatenate([s0, s1]))
+    fp = (len(s0) - np.searchsorted(s0, candidates, side="right") + 0.5) / (len(s0) + 1)
+    fn = (np.searchsorted(s1, candidates, side="right") + 0.5) / (len(s1) + 1)
+    return float(eps_lower_bound(fp * n_eval, n_eval, fn * n_eval, n_eval, 1e-5).max())
+
+
+SEARCH_SCORES = np.random.default_rng(0).normal(size=(2, 300_000)) + np.array([[0.0], [0.6]])
+
+
+@pytest.mark.benchmark(group="audit-threshold-search")
+@pytest.mark.parametrize("path", ["every-candidate", "tails-and-geometric"])
+def test_threshold_search_300k_side_by_side(benchmark, path: str) -> None:
+    """Choosing the threshold on 2 x 300,000 selection scores for a 5M-draw evaluation: a
+    bound per observed score (old) against the tails plus geometric order statistics."""
+    s0, s1 = SEARCH_SCORES
+    if path == "every-candidate":
+        bound = benchmark.pedantic(_every_candidate, args=(s0, s1, 5_000_000), rounds=1)
+    else:
+        _, bound = benchmark(best_threshold, s0, s1, 1e-5, 0.05, 5_000_000)
+    assert 1.0 < bound < 3.0
