@@ -11,7 +11,7 @@ from bench.errors import ConfigError
 from bench.store import ResultStore
 
 # Columns a bench store's `jobs` table must have (a subset: older stores may lack new ones).
-REQUIRED_JOB_COLUMNS = frozenset({"hash", "config", "code_hash", "data_hash", "duration_s"})
+REQUIRED_JOB_COLUMNS = frozenset({"job_hash", "config", "code_hash", "data_hash", "duration_s"})
 
 
 def _check_existing(path: Path) -> None:

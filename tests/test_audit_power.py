@@ -166,3 +166,40 @@ def test_gdp_diagnostic_recovers_the_plant_s_true_mu() -> None:
     true_mu = gaussian_mu(2.0, 1e-5) / 0.8
     assert result.mu_gdp == pytest.approx(true_mu, rel=0.15)
     assert result.eps_gdp > 2.0 and math.isfinite(result.eps_gdp)
+
+
+def test_spread_laplace_model_matches_the_summed_likelihood_ratio() -> None:
+    # One coordinate's term |z| - |z - a| under z ~ Lap(0, 1): mean -KL and its variance by
+    # quadrature must equal the closed forms the model is built from.
+    import numpy as np
+    from scipy import integrate
+
+    from bench.certify.audit.power import laplace_sum_model
+
+    a = 0.4
+    density = lambda z: 0.5 * np.exp(-abs(z))  # noqa: E731
+    term = lambda z: abs(z) - abs(z - a)  # noqa: E731
+    mean = integrate.quad(lambda z: term(z) * density(z), -60, 60, points=[0, a])[0]
+    var = integrate.quad(lambda z: (term(z) - mean) ** 2 * density(z), -60, 60, points=[0, a])[0]
+    k = 25  # eps = k a
+    mu = 2 * k * -mean / math.sqrt(k * var)
+    model = laplace_sum_model(k * a, k)
+    t = np.array([0.3])
+    assert model.fpr(t) == pytest.approx(norm_sf(0.3), rel=1e-9)
+    assert model.fnr(t) == pytest.approx(norm_cdf(0.3 - mu), rel=1e-6)
+    # ldp-image on 784 pixels at eps 100: the loss is spread, so 200k draws can show ~8.8,
+    # far below the claim, and no 1.25x plant can be refuted.
+    plan = plan_at("laplace", 100.0, 0.0, 200_000, coordinates=784)
+    assert 8.0 < plan.ideal < 10.0 and plan.power == 0.0
+
+
+def norm_sf(x: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.sf(x))
+
+
+def norm_cdf(x: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.cdf(x))

@@ -335,3 +335,10 @@ def test_broken_plug_ins_are_one_line(tmp_path, monkeypatch, source, spec, fragm
     with pytest.raises(BenchError) as err:
         parse_suite(_suite(mechanism=[{"name": spec}]), "plug.toml")
     assert fragment in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_existing_bench_store_opens_again(tmp_path) -> None:
+    from bench.store_guard import open_store
+
+    open_store(tmp_path / "s.sqlite").close()
+    open_store(tmp_path / "s.sqlite").close()  # the guard accepts the schema it created
