@@ -6,16 +6,22 @@ never duplicate or half-write a result.
 - `LocalExecutor(n)`: n spawned worker processes on this machine.
 - `RayExecutor(address)`: Ray tasks on a cluster (or a local Ray instance started and
   stopped here); a task whose worker dies is retried by Ray, up to `max_retries` times.
+
+Jobs come from a feed that is read lazily, one job each time an executor can start one, so
+the runner can lease each job just before it is handed out. A `None` in the feed means no
+job can be handed out now (other runners hold the rest): the executor carries on with the
+jobs it has and asks again after `WAIT_S`.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from bench.errors import BenchError, ConfigError
 from bench.evaluate import JobOutcome, run_job
@@ -24,6 +30,31 @@ from bench.registry import MECHANISMS
 
 Results = Iterator[tuple[Job, JobOutcome]]
 OnStart = Callable[[Job], None]
+Feed = Iterable[Job | None]  # the jobs to run; None: none to hand out now, ask again later
+
+WAIT_S = 0.5  # how long an executor starved by its feed waits before asking again
+_END = object()
+
+
+class _Pull:
+    """Reads a feed one job at a time, remembering whether it ended (`exhausted`) or the
+    last read found nothing to hand out yet (`starved`)."""
+
+    def __init__(self, jobs: Feed) -> None:
+        self._jobs = iter(jobs)
+        self.exhausted = False
+        self.starved = False
+
+    def take(self) -> Job | None:
+        """The next job, or None when there is none now (starved) or ever (exhausted)."""
+        if self.exhausted:
+            return None
+        job = next(self._jobs, _END)
+        if job is _END:
+            self.exhausted, self.starved = True, False
+            return None
+        self.starved = job is None
+        return cast(Job | None, job)
 
 
 def _ignore(job: Job) -> None:
@@ -31,11 +62,11 @@ def _ignore(job: Job) -> None:
 
 
 class Executor(Protocol):
-    """Runs jobs and yields their outcomes as they complete (any order); `on_start` is
-    told of each job when it is handed to a worker."""
+    """Runs the jobs of a feed (a list is one) and yields their outcomes as they complete
+    (any order); `on_start` is told of each job when it is handed to a worker."""
 
     def run(
-        self, jobs: list[Job], cache_root: Path, progress: bool, on_start: OnStart = _ignore
+        self, jobs: Feed, cache_root: Path, progress: bool, on_start: OnStart = _ignore
     ) -> Results: ...
 
 
@@ -69,27 +100,45 @@ class LocalExecutor:
         self.workers = workers
 
     def run(
-        self, jobs: list[Job], cache_root: Path, progress: bool, on_start: OnStart = _ignore
+        self, jobs: Feed, cache_root: Path, progress: bool, on_start: OnStart = _ignore
     ) -> Results:
+        feed = _Pull(jobs)
         if self.workers <= 1:
-            for job in jobs:
+            yield from self._run_here(feed, cache_root, progress, on_start)
+        else:
+            yield from self._run_in_pool(feed, cache_root, on_start)
+
+    @staticmethod
+    def _run_here(feed: _Pull, cache_root: Path, progress: bool, on_start: OnStart) -> Results:
+        """One job at a time in this process, each taken from the feed when the last ends."""
+        while not feed.exhausted:
+            job = feed.take()
+            if job is not None:
                 on_start(job)
                 yield job, run_job(job, cache_root, progress)
-            return
+            elif feed.starved:
+                time.sleep(WAIT_S)
+
+    def _run_in_pool(self, feed: _Pull, cache_root: Path, on_start: OnStart) -> Results:
+        """Spawned workers, each job submitted when a worker is free or about to be (one
+        job queued beyond the workers, so none idles between jobs)."""
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(
             self.workers, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),)
         ) as pool:
             pending: dict[Future, Job] = {}
-            queue = list(jobs)
             try:
-                while queue or pending:
-                    while queue and len(pending) < 2 * self.workers:
-                        job = queue.pop(0)
+                while not feed.exhausted or pending:
+                    while len(pending) <= self.workers and (job := feed.take()) is not None:
                         fut = pool.submit(_run_in_worker, job, str(cache_root))
                         pending[fut] = job
                         on_start(job)
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    if not pending:
+                        if feed.starved:
+                            time.sleep(WAIT_S)
+                        continue
+                    timeout = WAIT_S if feed.starved else None
+                    done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
                     for fut in done:
                         yield pending.pop(fut), fut.result()
             finally:
@@ -113,7 +162,7 @@ class RayExecutor:
         self.max_retries = max_retries
 
     def run(
-        self, jobs: list[Job], cache_root: Path, progress: bool, on_start: OnStart = _ignore
+        self, jobs: Feed, cache_root: Path, progress: bool, on_start: OnStart = _ignore
     ) -> Results:
         try:
             import ray
@@ -136,26 +185,31 @@ class RayExecutor:
                     f"cannot reach the Ray cluster at {self.address}: {exc}"
                 ) from None
         try:
-            yield from self._submit_and_collect(ray, jobs, cache_root, on_start)
+            yield from self._submit_and_collect(ray, _Pull(jobs), cache_root, on_start)
         finally:
             if started_here:
                 ray.shutdown()
 
-    def _submit_and_collect(
-        self, ray, jobs: list[Job], cache_root: Path, on_start: OnStart
-    ) -> Results:
+    def _submit_and_collect(self, ray, feed: _Pull, cache_root: Path, on_start: OnStart) -> Results:
+        """Submit every job the feed hands out (Ray schedules them on the cluster), collect
+        outcomes as they finish; while the feed is starved, ask it again every WAIT_S."""
         remote = ray.remote(_run_in_worker)
         pending = {}
-        for job in jobs:
-            res = job_resources(job)
-            ref = remote.options(
-                max_retries=self.max_retries, retry_exceptions=False, **res
-            ).remote(job, str(cache_root.resolve()))
-            pending[ref] = job
-            on_start(job)
         try:
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
+            while not feed.exhausted or pending:
+                while (job := feed.take()) is not None:
+                    res = job_resources(job)
+                    ref = remote.options(
+                        max_retries=self.max_retries, retry_exceptions=False, **res
+                    ).remote(job, str(cache_root.resolve()))
+                    pending[ref] = job
+                    on_start(job)
+                if not pending:
+                    if feed.starved:
+                        time.sleep(WAIT_S)
+                    continue
+                timeout = WAIT_S if feed.starved else None
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=timeout)
                 for ref in done:
                     job = pending.pop(ref)
                     yield job, _unwrap(ray, ref)

@@ -3,6 +3,13 @@
 A job's rows and its `jobs` record are written in one transaction, so a killed run
 leaves each job either wholly stored or absent (it reruns); the primary keys make a
 second writer of the same job a no-op instead of a duplicate.
+
+Several runners can share one store: a runner leases a job (`leases`: its runner id and a
+heartbeat) before running it, and releases the lease in the transaction that stores the
+job. A lease whose heartbeat is older than the timeout belongs to a dead runner and may be
+taken over. Every claim, takeover and release is appended to `lease_log`, so who ran what,
+and when, can be checked afterwards. Lease times are Unix seconds (`time.time()`): runners
+on several machines need clocks that agree to well within the lease timeout.
 """
 
 from __future__ import annotations
@@ -12,6 +19,9 @@ import json
 import os
 import platform
 import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,7 +65,38 @@ CREATE TABLE IF NOT EXISTS examples (
     x BLOB NOT NULL,
     x_hat BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS leases (
+    job_hash TEXT PRIMARY KEY,
+    runner TEXT NOT NULL,
+    claimed_at REAL NOT NULL,
+    heartbeat_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS leases_by_runner ON leases(runner);
+CREATE TABLE IF NOT EXISTS lease_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_hash TEXT NOT NULL,
+    runner TEXT NOT NULL,
+    event TEXT NOT NULL,
+    at REAL NOT NULL,
+    prev_runner TEXT,
+    prev_heartbeat_at REAL,
+    outcome TEXT
+);
 """
+# lease_log events: "claim" (the job had no lease), "takeover" (the lease of prev_runner,
+# last renewed at prev_heartbeat_at, had expired) and "release" with its outcome: "stored"
+# (released with the job's rows), "duplicate" (the job was already stored by another
+# runner), "stopped" (the run ended first: a job failed or it was interrupted) or "lost"
+# (the lease had been taken over before this runner released it).
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a claim attempt found: the job hash now leased to the caller (None when every
+    candidate is stored or leased by a live runner), and the candidates already stored."""
+
+    job_hash: str | None
+    stored: list[str]
 
 
 def _to_blob(a: np.ndarray) -> bytes:
@@ -82,7 +123,8 @@ def machine_info() -> dict[str, str]:
 
 
 class ResultStore:
-    """Read and write job results; safe for one writer and many readers at once."""
+    """Read and write job results and job leases; safe for several writers (runners) and
+    many readers at once, each with its own connection."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -114,8 +156,11 @@ class ResultStore:
         guarantee: dict[str, Any],
         duration_s: float,
         examples: dict[str, np.ndarray] | None = None,
+        runner: str | None = None,
     ) -> bool:
-        """Store a finished job atomically; False when it was already stored (no change)."""
+        """Store a finished job atomically; False when it was already stored (no change).
+        With `runner`, that runner's lease on the job is released in the same transaction,
+        so other runners see the job leased or stored, never free in between."""
         now = datetime.now(UTC).isoformat(timespec="seconds")
         cur = self._conn.cursor()
         cur.execute("BEGIN IMMEDIATE")
@@ -140,36 +185,164 @@ class ResultStore:
                     now,
                 ),
             )
-            if cur.rowcount == 0:
-                cur.execute("ROLLBACK")
-                return False
-            cur.executemany(
-                "INSERT INTO results VALUES (?,?,?,?,?,?,?)",
-                [
-                    (
-                        job.hash,
-                        name,
-                        float(m.value),
-                        float(m.ci[0]),
-                        float(m.ci[1]),
-                        int(m.n),
-                        None
-                        if m.samples is None
-                        else np.asarray(m.samples, dtype=np.float64).tobytes(),
-                    )
-                    for name, m in sorted(metrics.items())
-                ],
-            )
-            if examples is not None:
-                cur.execute(
-                    "INSERT INTO examples VALUES (?,?,?)",
-                    (job.hash, _to_blob(examples["x"]), _to_blob(examples["x_hat"])),
-                )
+            written = cur.rowcount == 1
+            if written:
+                self._insert_results(cur, job.hash, metrics, examples)
+            if runner is not None:
+                self._release(cur, job.hash, runner, "stored" if written else "duplicate")
             cur.execute("COMMIT")
         except BaseException:
             cur.execute("ROLLBACK")
             raise
-        return True
+        return written
+
+    @staticmethod
+    def _insert_results(
+        cur: sqlite3.Cursor,
+        job_hash: str,
+        metrics: dict[str, MetricResult],
+        examples: dict[str, np.ndarray] | None,
+    ) -> None:
+        """A job's metric rows (and image examples), inside the caller's transaction."""
+        cur.executemany(
+            "INSERT INTO results VALUES (?,?,?,?,?,?,?)",
+            [
+                (
+                    job_hash,
+                    name,
+                    float(m.value),
+                    float(m.ci[0]),
+                    float(m.ci[1]),
+                    int(m.n),
+                    None if m.samples is None else np.asarray(m.samples, np.float64).tobytes(),
+                )
+                for name, m in sorted(metrics.items())
+            ],
+        )
+        if examples is not None:
+            cur.execute(
+                "INSERT INTO examples VALUES (?,?,?)",
+                (job_hash, _to_blob(examples["x"]), _to_blob(examples["x_hat"])),
+            )
+
+    def claim(
+        self, hashes: Iterable[str], runner: str, timeout_s: float, now: float | None = None
+    ) -> Claim:
+        """Lease to `runner` the first of `hashes` that is not stored and has no lease, or
+        only its own, or one whose heartbeat is more than `timeout_s` old (its runner died:
+        a takeover). One write transaction, so two runners never claim the same job; the
+        scan stops at the first claimable hash, so it is cheap when most are free."""
+        now = time.time() if now is None else now
+        stored: list[str] = []
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            for job_hash in hashes:
+                if cur.execute("SELECT 1 FROM jobs WHERE job_hash = ?", (job_hash,)).fetchone():
+                    stored.append(job_hash)
+                    continue
+                lease = cur.execute(
+                    "SELECT runner, heartbeat_at FROM leases WHERE job_hash = ?", (job_hash,)
+                ).fetchone()
+                if lease is not None and lease[0] != runner and now - lease[1] <= timeout_s:
+                    continue  # a live runner holds it
+                self._lease(cur, job_hash, runner, now, lease)
+                cur.execute("COMMIT")
+                return Claim(job_hash, stored)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        return Claim(None, stored)
+
+    @staticmethod
+    def _lease(
+        cur: sqlite3.Cursor,
+        job_hash: str,
+        runner: str,
+        now: float,
+        previous: tuple[str, float] | None,
+    ) -> None:
+        """Write `runner`'s lease on a job and log it: a takeover when it replaces another
+        runner's (expired) lease, with that runner and its last heartbeat."""
+        takeover = previous is not None and previous[0] != runner
+        cur.execute("INSERT OR REPLACE INTO leases VALUES (?,?,?,?)", (job_hash, runner, now, now))
+        cur.execute(
+            "INSERT INTO lease_log (job_hash, runner, event, at, prev_runner, prev_heartbeat_at) "
+            "VALUES (?,?,?,?,?,?)",
+            (
+                job_hash,
+                runner,
+                "takeover" if takeover else "claim",
+                now,
+                previous[0] if takeover and previous else None,
+                previous[1] if takeover and previous else None,
+            ),
+        )
+
+    def heartbeat(self, runner: str, now: float | None = None) -> int:
+        """Renew every lease `runner` holds, so live runners keep their jobs; how many."""
+        now = time.time() if now is None else now
+        cur = self._conn.execute(
+            "UPDATE leases SET heartbeat_at = ? WHERE runner = ?", (now, runner)
+        )
+        return cur.rowcount
+
+    def release(self, job_hash: str, runner: str, outcome: str) -> bool:
+        """Drop `runner`'s lease on a job (e.g. it failed) and log why; False when the lease
+        was no longer its own (taken over)."""
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            held = self._release(cur, job_hash, runner, outcome)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        return held
+
+    def release_all(self, runner: str, outcome: str) -> int:
+        """Drop every lease `runner` still holds (its run is ending); how many there were."""
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            held = [
+                r[0] for r in cur.execute("SELECT job_hash FROM leases WHERE runner = ?", (runner,))
+            ]
+            for job_hash in held:
+                self._release(cur, job_hash, runner, outcome)
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        return len(held)
+
+    @staticmethod
+    def _release(cur: sqlite3.Cursor, job_hash: str, runner: str, outcome: str) -> bool:
+        """Delete `runner`'s lease on a job inside the caller's transaction and log the
+        release ("lost" instead of `outcome` when another runner had taken it over)."""
+        cur.execute("DELETE FROM leases WHERE job_hash = ? AND runner = ?", (job_hash, runner))
+        held = cur.rowcount == 1
+        cur.execute(
+            "INSERT INTO lease_log (job_hash, runner, event, at, outcome) VALUES (?,?,?,?,?)",
+            (job_hash, runner, "release", time.time(), outcome if held else "lost"),
+        )
+        return held
+
+    def leases(self) -> dict[str, dict[str, Any]]:
+        """The current leases by job hash: runner, claimed_at, heartbeat_at (Unix seconds)."""
+        rows = self._conn.execute("SELECT job_hash, runner, claimed_at, heartbeat_at FROM leases")
+        return {h: {"runner": r, "claimed_at": c, "heartbeat_at": b} for h, r, c, b in rows}
+
+    def lease_events(self) -> list[dict[str, Any]]:
+        """The whole lease log, oldest first: who claimed, took over or released which job,
+        when, and with what outcome (see the event names above `Claim`)."""
+        cur = self._conn.execute(
+            "SELECT job_hash, runner, event, at, prev_runner, prev_heartbeat_at, outcome "
+            "FROM lease_log ORDER BY id"
+        )
+        keys = [d[0] for d in cur.description]
+        return [dict(zip(keys, row, strict=True)) for row in cur]
 
     def load(self, hashes: list[str]) -> list[dict[str, Any]]:
         """Job results in the leaderboard's input format, in the order of `hashes`."""
