@@ -141,15 +141,17 @@ def test_guarantee_is_label_dp_replace_one() -> None:
 
 @pytest.mark.parametrize("eps", [0, 0.0, -1.0, float("nan"), float("inf"), "1"])
 def test_bad_eps_is_refused(eps) -> None:
-    with pytest.raises(ConfigError, match="alibi: eps must be a positive number"):
+    # Wrong types, NaN, inf and signs fail the typed declaration; 0 the mechanism's check.
+    with pytest.raises(ConfigError, match=r"alibi: (eps must be a positive|parameter 'eps')"):
         MECHANISMS.get("alibi")(eps=eps)
 
 
 def test_bad_prior_and_refine_are_refused() -> None:
     with pytest.raises(ConfigError, match="prior must be one of uniform, frequency"):
         MECHANISMS.get("alibi")(prior="data")
+    typed = r"parameter 'refine' must be (an integer|in|a number)"
     for refine in (-1, 1.5, True):
-        with pytest.raises(ConfigError, match="refine must be an integer >= 0"):
+        with pytest.raises(ConfigError, match=typed):
             MECHANISMS.get("alibi")(refine=refine)
 
 

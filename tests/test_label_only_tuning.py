@@ -84,7 +84,7 @@ def test_tuned_rows_say_how_they_were_trained_and_lucid_bounds_hold_for_them(
 
 @pytest.mark.parametrize("name", ["label-only", "lucid", "naive-idp", "dp-sgd", "alibi"])
 def test_tune_must_be_a_boolean(name: str) -> None:
-    with pytest.raises(ConfigError, match="tune must be true or false"):
+    with pytest.raises(ConfigError, match="'tune' must be true or false"):
         MECHANISMS.get(name)(tune="yes")
 
 
