@@ -121,3 +121,19 @@ def test_code_version_covers_what_computes_numbers_and_nothing_else() -> None:
     # The audit runs in utility jobs only: a better audit re-runs no attack.
     assert has(utility, "bench/certify/audit/core.py")
     assert not any("certify/audit" in f for f in attacked)
+
+
+def test_artifact_seeding_is_pinned_since_bench_cache_is_outside_the_code_hash(tmp_path) -> None:
+    # bench.cache is RESULT_NEUTRAL, yet it seeds every artifact build from the recipe's key.
+    # Changing that would change numbers without re-running any job: this test fails first.
+    import torch
+
+    from bench.cache import ArtifactCache
+    from bench.hashing import seeded_init
+
+    cache = ArtifactCache(tmp_path)
+    recipe = {"what": "pinned"}
+    built = cache.get_or_build(recipe, lambda: torch.rand(4))
+    with seeded_init(int(cache.key(recipe)[:15], 16), "artifact"):
+        expected = torch.rand(4)
+    assert torch.equal(built, expected), "artifact seeding changed: hash bench.cache first"
