@@ -25,7 +25,7 @@ class ParamSpec:
     """One parameter's declaration: its type (from the default), default and range."""
 
     name: str
-    kind: type  # bool, int, float or str
+    kind: type  # bool, int, float or str; object for any other default (left unchecked)
     default: Any
     low: float | None = None
     high: float | None = None
@@ -48,7 +48,7 @@ def specs_of(
     for name, default in defaults.items():
         kind = type(default)
         if kind not in (bool, int, float, str):
-            raise TypeError(f"parameter {name}: default {default!r} is not bool, int, float or str")
+            kind = object  # None, a list, ...: a plug-in's own type, checked by its own code
         low, high = ranges.get(name, DEFAULT_RANGE) if kind in (int, float) else (None, None)
         specs[name] = ParamSpec(name, kind, default, low, high)
     return specs
@@ -62,6 +62,8 @@ def normalise(spec: ParamSpec, value: Any, component: str) -> Any:
     """`value` as the declared type (an int for a float parameter becomes a float, an
     integral float for an int parameter an int), or a one-line ConfigError."""
     where = f"{component}: parameter '{spec.name}'"
+    if spec.kind is object:
+        return value
     if spec.kind is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false, got {_type_name(value)}")
