@@ -72,9 +72,9 @@ class ArtifactCache:
         self._depth += 1
         try:
             with self._locked(key) as entry:
-                found = self._read(entry)
-                if found is not None:
-                    took = float((entry / "build_seconds").read_text())
+                stored = self._read(entry)
+                if stored is not None:
+                    found, took = stored
                 else:
                     # An artifact is a function of its recipe alone: anything its build draws
                     # from torch's global RNG (e.g. a module's default init) is seeded by the
@@ -92,10 +92,10 @@ class ArtifactCache:
                 self.seconds_inside += time.perf_counter() - start
 
     @staticmethod
-    def _read(entry: Path) -> Any | None:
-        """The entry's artifact, or None when any of its files is missing, unreadable or
-        inconsistent (then it is rebuilt): the blob against its checksum, the build time a
-        finite non-negative number, the blob loadable."""
+    def _read(entry: Path) -> tuple[Any, float] | None:
+        """The entry's artifact and its recorded build time, or None when any of its files
+        is missing, unreadable or inconsistent (then it is rebuilt): the blob against its
+        checksum, the build time a finite non-negative number, the blob loadable."""
         blob_path, sum_path = entry / "artifact.pt", entry / "artifact.sha256"
         try:
             blob = blob_path.read_bytes()
@@ -104,7 +104,7 @@ class ArtifactCache:
             took = float((entry / "build_seconds").read_text())
             if not (math.isfinite(took) and took >= 0):
                 return None
-            return torch.load(io.BytesIO(blob), weights_only=False)
+            return torch.load(io.BytesIO(blob), weights_only=False), took
         except (OSError, ValueError, RuntimeError, EOFError, pickle.UnpicklingError):
             return None
 

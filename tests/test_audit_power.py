@@ -173,6 +173,7 @@ def test_spread_laplace_model_matches_the_summed_likelihood_ratio() -> None:
     # quadrature must equal the closed forms the model is built from.
     import numpy as np
     from scipy import integrate
+    from scipy.stats import norm
 
     from bench.certify.audit.power import laplace_sum_model
 
@@ -185,21 +186,9 @@ def test_spread_laplace_model_matches_the_summed_likelihood_ratio() -> None:
     mu = 2 * k * -mean / math.sqrt(k * var)
     model = laplace_sum_model(k * a, k)
     t = np.array([0.3])
-    assert model.fpr(t) == pytest.approx(norm_sf(0.3), rel=1e-9)
-    assert model.fnr(t) == pytest.approx(norm_cdf(0.3 - mu), rel=1e-6)
+    assert model.fpr(t) == pytest.approx(norm.sf(0.3), rel=1e-9)
+    assert model.fnr(t) == pytest.approx(norm.cdf(0.3 - mu), rel=1e-6)
     # ldp-image on 784 pixels at eps 100: the loss is spread, so 200k draws can show ~8.8,
     # far below the claim, and no 1.25x plant can be refuted.
     plan = plan_at("laplace", 100.0, 0.0, 200_000, coordinates=784)
     assert 8.0 < plan.ideal < 10.0 and plan.power == 0.0
-
-
-def norm_sf(x: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.sf(x))
-
-
-def norm_cdf(x: float) -> float:
-    from scipy.stats import norm
-
-    return float(norm.cdf(x))
