@@ -15,7 +15,7 @@ import torch
 
 from bench import __version__
 from bench.data.locations import cache_dir
-from bench.errors import UnknownNameError
+from bench.errors import JobsFailedError, UnknownNameError
 from bench.executors import Executor
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job, expand
@@ -156,11 +156,19 @@ def run_suite(
     seeds: int | None = None,
     progress: bool = False,
 ) -> tuple[RunSummary, list[Path]]:
-    """Run every pending job of a suite and write its leaderboard."""
+    """Run every pending job of a suite and write its leaderboard. JobsFailedError when a
+    job raised: the other jobs are stored, and running it again runs only the failed ones
+    (their tracebacks: `ResultStore.failures`)."""
     suite, jobs = expand_suite(name_or_path, seeds=seeds)
     store = open_store(store_path)
     try:
         summary = run_jobs(jobs, store, cache_dir(store_path), executor=executor, progress=progress)
+        if summary.failed:
+            raise JobsFailedError(
+                f"{len(summary.failed)} jobs of suite {suite.name} failed, leaderboard not "
+                f"written; first: {summary.failed[0].line()}; tracebacks: "
+                f"bench failures --store {store_path}"
+            )
         paths = write_suite_leaderboard(
             suite, jobs, store, out_dir or Path("leaderboards") / suite.name
         )

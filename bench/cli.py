@@ -1,7 +1,10 @@
-"""The `bench` command line: list, run, leaderboard, reproduce, profile, compare, validate.
+"""The `bench` command line: list, run, failures, leaderboard, reproduce, profile, compare,
+validate.
 
-User mistakes (`BenchError`, and usage errors) print one line on stderr and exit 2; an
-interrupted run exits 130 and resumes when the same command is run again.
+User mistakes (`BenchError`, and usage errors) print one line on stderr and exit 2; a run
+in which jobs failed lists them on stderr and exits 1 (`bench failures` shows their
+tracebacks); an interrupted run exits 130. Either resumes when the same command is run
+again.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import typer
 from bench import __version__
 from bench.data.cli import data_app
 from bench.data.locations import cache_dir
-from bench.errors import BenchError, ConfigError
+from bench.errors import BenchError, ConfigError, JobsFailedError
 from bench.hashing import project_code_hash
 
 if TYPE_CHECKING:
     from bench.jobs import Job
+    from bench.runner import FailedJob
     from bench.suite import Suite
 
 app = typer.Typer(
@@ -149,7 +153,9 @@ def run(
         typer.Option(help="List what would run and estimate its time; run nothing."),
     ] = False,
 ) -> None:
-    """Run a suite's pending jobs, then write its leaderboard when every job is stored."""
+    """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
+    that raises fails alone: the others run on, and the run ends listing the failed jobs
+    (exit 1); the same command then runs only those."""
     from bench.api import expand_suite, write_suite_leaderboard
     from bench.executors import make_executor
     from bench.runner import run_jobs
@@ -176,11 +182,21 @@ def run(
         return
     db = open_store(store)
     try:
-        summary = run_jobs(selected, db, _cache_root(store), executor=runner, progress=progress)
+        summary = run_jobs(
+            selected,
+            db,
+            _cache_root(store),
+            executor=runner,
+            progress=progress,
+            on_failure=_announce_failure,
+        )
+        failed = f", {len(summary.failed)} failed" if summary.failed else ""
         typer.echo(
             f"{loaded.name}: {summary.executed} jobs run, {summary.skipped} already stored, "
-            f"{summary.total} selected"
+            f"{summary.total} selected{failed}"
         )
+        if summary.failed:
+            _report_failures(summary.failed, summary.executed + len(summary.failed), store)
         unique = {j.hash for j in all_jobs}
         stored = db.stored_hashes(list(unique))
         if len(stored) < len(unique):
@@ -204,6 +220,74 @@ def run(
         raise typer.Exit(130) from None
     finally:
         db.close()
+
+
+FAILURES_LISTED = 20  # failed jobs listed at the end of a run; `bench failures` has all
+
+
+def _announce_failure(failed: FailedJob) -> None:
+    """As a job fails: one line on stderr (above the progress bar), and the run goes on."""
+    print(
+        f"bench: job {failed.job.hash} failed ({failed.failure.line()}); continuing",
+        file=sys.stderr,
+    )
+
+
+def _report_failures(failed: list[FailedJob], attempted: int, store: Path) -> None:
+    """The end of a run with failed jobs: one line each on stderr (hash, job, error), then
+    raise JobsFailedError (exit 1) saying where the tracebacks are and how to resume."""
+    print(
+        f"bench: {len(failed)} of {attempted} jobs failed (not stored: the same command "
+        "runs them again):",
+        file=sys.stderr,
+    )
+    for item in failed[:FAILURES_LISTED]:
+        print(f"  {item.line()}", file=sys.stderr)
+    if len(failed) > FAILURES_LISTED:
+        print(f"  ... and {len(failed) - FAILURES_LISTED} more", file=sys.stderr)
+    raise JobsFailedError(
+        f"{len(failed)} jobs failed, leaderboard not written; "
+        f"tracebacks: bench failures --store {store}"
+    )
+
+
+@app.command()
+def failures(
+    store: StoreOpt = DEFAULT_STORE,
+    tracebacks: Annotated[
+        bool, typer.Option(help="Print each failure's traceback under its line.")
+    ] = True,
+) -> None:
+    """The jobs whose last run failed and that are still not stored: each one's error and,
+    by default, its traceback (the last failure of each)."""
+    from datetime import UTC, datetime
+    from textwrap import indent
+
+    from bench.runner import describe_parts
+    from bench.store_guard import open_store
+
+    if not store.exists():
+        raise BenchError(f"no result store at {store}; run `bench run --suite NAME` first")
+    db = open_store(store)
+    try:
+        rows = db.failures()
+    finally:
+        db.close()
+    for row in rows:
+        what = describe_parts(
+            row["task"],
+            row["mechanism"],
+            row["params"],
+            row["attack"],
+            row["attack_params"],
+            row["seed"],
+        )
+        when = datetime.fromtimestamp(row["at"], UTC).isoformat(timespec="seconds")
+        typer.echo(f"{row['job_hash']}  {what}: {row['error']}: {row['message']}")
+        if tracebacks:
+            typer.echo(f"    failed at {when} in runner {row['runner']}")
+            typer.echo(indent(row["traceback"].rstrip(), "    "))
+    typer.echo(f"{len(rows)} failed jobs not stored in {store}")
 
 
 @app.command()
@@ -501,7 +585,8 @@ def validate(
 
 def main() -> None:
     """Entry point: run the app, turning user errors (bench's own and click's usage errors)
-    into one line and exit code 2, and Ctrl-C into one line and exit code 130."""
+    into one line and exit code 2, failed jobs into exit code 1 (listed by `run`), and
+    Ctrl-C into one line and exit code 130."""
     from typer._click.exceptions import NoArgsIsHelpError
 
     try:

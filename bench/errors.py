@@ -1,7 +1,8 @@
 """User-facing errors: each carries a one-line message that names the problem and the fix.
 
-The CLI prints these on stderr and exits with code 2, without a traceback. Anything
-that is not a `BenchError` is a bug in bench and keeps its traceback.
+The CLI prints these on stderr and exits with their `exit_code` (2; 1 when jobs of a run
+failed), without a traceback. Anything else raised outside a job is a bug in bench and
+keeps its traceback; what a job raises is that job's failure (bench.runner).
 """
 
 from __future__ import annotations
@@ -31,3 +32,10 @@ class MechanismOutputError(BenchError):
 
 class ConfigError(BenchError):
     """Invalid parameters for a task, mechanism or attack."""
+
+
+class JobsFailedError(BenchError):
+    """Jobs of a run raised (a plug-in's bug, a mechanism's NaN output): the other jobs are
+    stored and the same command reruns only the failed ones; exit code 1."""
+
+    exit_code = 1

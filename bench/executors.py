@@ -11,24 +11,60 @@ Jobs come from a feed that is read lazily, one job each time an executor can sta
 the runner can lease each job just before it is handed out. A `None` in the feed means no
 job can be handed out now (other runners hold the rest): the executor carries on with the
 jobs it has and asks again after `WAIT_S`.
+
+A job that raises (a plug-in's bug, a mechanism's NaN output) yields a `JobFailure` in
+place of its outcome, caught where it ran (`attempt`), and the other jobs run on. Ctrl-C
+is not a job's failure: it stops the run, and pool workers, which ignore it, are stopped
+by the driver at once rather than left to finish their jobs.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Protocol, cast
 
-from bench.errors import BenchError, ConfigError
+from bench.errors import ConfigError
 from bench.evaluate import JobOutcome, run_job
 from bench.jobs import Job
 from bench.registry import MECHANISMS
 
-Results = Iterator[tuple[Job, JobOutcome]]
+MAX_MESSAGE_CHARS = 300  # a failure's one-line message is cut here (the traceback is whole)
+
+
+@dataclass(frozen=True)
+class JobFailure:
+    """What a job that raised leaves instead of a JobOutcome: the exception's type name, its
+    message on one line (what the user sees) and the whole traceback (kept in the store)."""
+
+    error: str
+    message: str
+    traceback: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> JobFailure:
+        """The failure an exception describes, with its traceback as it is now."""
+        message = " ".join(str(exc).split()) or "(no message)"
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 3] + "..."
+        return cls(type(exc).__name__, message, "".join(traceback.format_exception(exc)))
+
+    def line(self) -> str:
+        """The failure on one line: "Type: message"."""
+        return f"{self.error}: {self.message}"
+
+
+Results = Iterator[tuple[Job, JobOutcome | JobFailure]]
 OnStart = Callable[[Job], None]
 Feed = Iterable[Job | None]  # the jobs to run; None: none to hand out now, ask again later
 
@@ -63,7 +99,8 @@ def _ignore(job: Job) -> None:
 
 class Executor(Protocol):
     """Runs the jobs of a feed (a list is one) and yields their outcomes as they complete
-    (any order); `on_start` is told of each job when it is handed to a worker."""
+    (any order; a JobFailure for a job that raised); `on_start` is told of each job when
+    it is handed to a worker."""
 
     def run(
         self, jobs: Feed, cache_root: Path, progress: bool, on_start: OnStart = _ignore
@@ -88,9 +125,86 @@ def _watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
-def _run_in_worker(job: Job, cache_root: str) -> JobOutcome:
-    """Worker entry point (run_job pins the job's own thread count)."""
-    return run_job(job, Path(cache_root))
+STOP_SIGNAL = signal.SIGUSR1  # the driver's request to a pool worker: stop (_stop_pool)
+STOP_GRACE_S = 5.0  # then a worker still running is killed
+_in_job = False  # a pool worker runs a job now
+_stopping = False  # a pool worker was asked to stop: it runs no more jobs
+
+
+class _Stopped(BaseException):
+    """Ends the job of a pool worker that the driver stops (Ctrl-C): not a job failure, and
+    nobody reads it. A BaseException, so `attempt` lets it through."""
+
+
+def _on_stop(signum: int, frame: object) -> None:
+    """A pool worker's STOP_SIGNAL handler: end the job it runs, and refuse the next ones."""
+    global _stopping
+    _stopping = True
+    if _in_job:
+        raise _Stopped
+
+
+def _init_worker(parent_pid: int) -> None:
+    """Pool worker initializer: ignore Ctrl-C (the driver alone handles it, and stops the
+    workers; a terminal's Ctrl-C reaches every process of its group), stop when the driver
+    asks (STOP_SIGNAL), and end with the driver."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(STOP_SIGNAL, _on_stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)  # see _worker_signals_blocked
+    _watch_parent(parent_pid)
+
+
+_WORKER_SIGNALS = {signal.SIGINT, STOP_SIGNAL}
+
+
+@contextmanager
+def _worker_signals_blocked() -> Iterator[None]:
+    """Block Ctrl-C and STOP_SIGNAL in this thread while pool workers may be spawned: a
+    worker inherits the mask, so neither can end it while it starts, before its
+    initializer handles them (a STOP_SIGNAL sent meanwhile waits for it). The driver's own
+    Ctrl-C is not lost: it is delivered on leaving the block."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt caused `exc` (an error raised while unwinding Ctrl-C)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def attempt(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome | JobFailure:
+    """run_job, with whatever the job raises (a plug-in's bug, a BenchError such as a
+    mechanism's NaN output) returned as its JobFailure, so the other jobs run on. Ctrl-C,
+    also when it caused the error, still stops the run."""
+    try:
+        return run_job(job, cache_root, progress)
+    except (Exception, SystemExit) as exc:  # SystemExit: a plug-in calling sys.exit()
+        if _interrupted(exc):
+            raise KeyboardInterrupt from exc
+        return JobFailure.of(exc)
+
+
+def _run_in_worker(job: Job, cache_root: str) -> JobOutcome | JobFailure:
+    """Worker entry point (run_job pins the job's own thread count); in a pool worker the
+    driver asked to stop, the job ends at once (_on_stop)."""
+    global _in_job
+    _in_job = True
+    try:
+        if _stopping:
+            raise _Stopped
+        return attempt(job, Path(cache_root))
+    finally:
+        _in_job = False
 
 
 class LocalExecutor:
@@ -115,22 +229,24 @@ class LocalExecutor:
             job = feed.take()
             if job is not None:
                 on_start(job)
-                yield job, run_job(job, cache_root, progress)
+                yield job, attempt(job, cache_root, progress)
             elif feed.starved:
                 time.sleep(WAIT_S)
 
     def _run_in_pool(self, feed: _Pull, cache_root: Path, on_start: OnStart) -> Results:
         """Spawned workers, each job submitted when a worker is free or about to be (one
-        job queued beyond the workers, so none idles between jobs)."""
+        job queued beyond the workers, so none idles between jobs). Left early (Ctrl-C, the
+        runner stopped), the workers are stopped rather than waited for."""
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(
-            self.workers, mp_context=ctx, initializer=_watch_parent, initargs=(os.getpid(),)
+            self.workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
         ) as pool:
             pending: dict[Future, Job] = {}
             try:
                 while not feed.exhausted or pending:
                     while len(pending) <= self.workers and (job := feed.take()) is not None:
-                        fut = pool.submit(_run_in_worker, job, str(cache_root))
+                        with _worker_signals_blocked():  # submit may spawn a worker
+                            fut = pool.submit(_run_in_worker, job, str(cache_root))
                         pending[fut] = job
                         on_start(job)
                     if not pending:
@@ -142,8 +258,34 @@ class LocalExecutor:
                     for fut in done:
                         yield pending.pop(fut), fut.result()
             finally:
-                for fut in pending:
-                    fut.cancel()
+                if pending:
+                    _stop_pool(pool)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now rather than wait for its jobs (its workers ignore Ctrl-C): drop the
+    queued jobs and ask each worker to stop (STOP_SIGNAL), which ends its job where it is,
+    so it exits the ordinary way (a killed worker would leave its semaphores to the
+    resource tracker, which warns about them); one still running after STOP_GRACE_S is
+    killed. The stopped jobs are not stored, so they rerun."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in workers:
+        if worker.pid is not None and worker.is_alive():
+            with suppress(ProcessLookupError):
+                os.kill(worker.pid, STOP_SIGNAL)
+    stragglers = threading.Timer(STOP_GRACE_S, _kill_alive, (workers,))
+    stragglers.start()
+    try:
+        pool.shutdown(wait=True, cancel_futures=True)
+    finally:
+        stragglers.cancel()
+
+
+def _kill_alive(workers: list[BaseProcess]) -> None:
+    """SIGKILL each of `workers` still running."""
+    for worker in workers:
+        if worker.is_alive():
+            worker.kill()
 
 
 def job_resources(job: Job) -> dict[str, float]:
@@ -218,14 +360,23 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
 
 
-def _unwrap(ray, ref) -> JobOutcome:
-    """ray.get, re-raising a job's BenchError as itself (one line, exit 2)."""
+# Ray errors that are one task's failure, not the cluster's: the task raised outside
+# `attempt`, or its worker died (crashed, killed for memory) more often than it is retried.
+_RAY_TASK_ERRORS = ("RayTaskError", "WorkerCrashedError", "OutOfMemoryError")
+
+
+def _unwrap(ray, ref) -> JobOutcome | JobFailure:
+    """ray.get; a task that failed (see _RAY_TASK_ERRORS) is its job's JobFailure, with the
+    error it raised when Ray has it."""
+    task_errors = tuple(
+        getattr(ray.exceptions, name) for name in _RAY_TASK_ERRORS if hasattr(ray.exceptions, name)
+    )
     try:
         return ray.get(ref)
-    except ray.exceptions.RayTaskError as exc:
-        if isinstance(exc.cause, BenchError):
-            raise exc.cause from None
-        raise
+    except task_errors as exc:
+        cause = getattr(exc, "cause", None)
+        failure = JobFailure.of(cause if isinstance(cause, Exception) else exc)
+        return replace(failure, traceback=str(exc))  # Ray's text holds the remote traceback
 
 
 def make_executor(name: str, workers: int = 1, address: str | None = None) -> Executor:

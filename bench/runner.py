@@ -1,8 +1,10 @@
 """Run the pending jobs of a suite on an executor (bench.executors) and store them.
 
 Executors only compute; this driver alone writes the store, one transaction per job, as
-results arrive. A failing job stops the run with its one-line error; jobs finished
-before it stay stored, so the same command resumes where it stopped.
+results arrive. A job that raises fails alone: its failure (error, one-line message and
+traceback) is recorded in the store instead of a result, and the run goes on with the
+other jobs; the summary lists the failed jobs, and the same command reruns only them.
+Ctrl-C stops the run; jobs finished before it stay stored, so it resumes the same way.
 
 Several runners (`bench run` processes, on one machine or on several sharing the store's
 filesystem) can work on one store at once: each job is leased in the store just before it
@@ -20,9 +22,10 @@ import socket
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
+from typing import Any, cast
 
 from rich.progress import (
     BarColumn,
@@ -34,7 +37,8 @@ from rich.progress import (
 )
 
 from bench.errors import ConfigError
-from bench.executors import Executor, LocalExecutor
+from bench.evaluate import JobOutcome
+from bench.executors import Executor, JobFailure, LocalExecutor
 from bench.jobs import Job
 from bench.store import ResultStore
 
@@ -43,11 +47,26 @@ DEFAULT_LEASE_TIMEOUT_S = 60.0
 HEARTBEATS_PER_TIMEOUT = 4  # a lease is renewed this many times per timeout
 
 
+@dataclass(frozen=True)
+class FailedJob:
+    """A job of this run that raised, and how."""
+
+    job: Job
+    failure: JobFailure
+
+    def line(self) -> str:
+        """One line: the job's hash, what it ran, and its error."""
+        return f"{self.job.hash}  {describe(self.job)}: {self.failure.line()}"
+
+
 @dataclass
 class RunSummary:
+    """What a run did: jobs selected, found stored, run and stored here, and failed here."""
+
     total: int
     skipped: int
     executed: int
+    failed: list[FailedJob] = field(default_factory=list)
 
 
 def pending_jobs(jobs: list[Job], store: ResultStore | None) -> list[Job]:
@@ -71,6 +90,30 @@ def job_kind(job: Job) -> tuple[str, str, str]:
 def short_label(job: Job) -> str:
     """task / mechanism / attack / seed: what the progress bar shows for a running job."""
     return " / ".join((*job_kind(job), f"seed {job.seed}"))
+
+
+def describe(job: Job) -> str:
+    """task / mechanism(params) / attack(params) or utility / seed: a job for a reader."""
+    return describe_parts(
+        job.task, job.mechanism, job.params, job.attack, job.attack_params, job.seed
+    )
+
+
+def describe_parts(
+    task: str,
+    mechanism: str,
+    params: dict[str, Any],
+    attack: str | None,
+    attack_params: dict[str, Any],
+    seed: int,
+) -> str:
+    """`describe` from a job's fields (as the store's failure records hold them)."""
+
+    def with_params(name: str, values: dict[str, Any]) -> str:
+        return f"{name}({', '.join(f'{k}={v}' for k, v in sorted(values.items()))})"
+
+    what = with_params(attack, attack_params) if attack else "utility"
+    return f"{task} / {with_params(mechanism, params)} / {what} / seed {seed}"
 
 
 def lease_timeout_s() -> float:
@@ -165,12 +208,14 @@ def run_jobs(
     executor: Executor | None = None,
     progress: bool = True,
     lease_timeout: float | None = None,
+    on_failure: Callable[[FailedJob], None] | None = None,
 ) -> RunSummary:
     """Run every job not yet in `store` and store each result as soon as it is ready;
     with other runners on the store, only the jobs this one leases, then wait until the
     others' jobs are stored too (`lease_timeout`: seconds, default `lease_timeout_s()`).
-    One progress bar (ETA, label = the oldest job still running); the jobs' own inner bars
-    are off, so nothing piles up under it."""
+    A job that raises is recorded as failed (`store.failures`), told to `on_failure` and
+    listed in the summary; the others run on. One progress bar (ETA, label = the oldest
+    job still running); the jobs' own inner bars are off, so nothing piles up under it."""
     pending = pending_jobs(jobs, store)
     summary = RunSummary(total=len(jobs), skipped=len(jobs) - len(pending), executed=0)
     if not pending:
@@ -207,26 +252,60 @@ def run_jobs(
         feed = claimed_jobs(pending, store, runner, timeout_s, stored_elsewhere, waiting)
         results = (executor or LocalExecutor()).run(feed, cache_root, False, on_start=started)
         try:
-            for job, outcome in results:
-                store.write(
-                    job,
-                    outcome.metrics,
-                    outcome.guarantee,
-                    outcome.duration_s,
-                    outcome.examples,
-                    runner=runner,
-                )
-                summary.executed += 1
+            for job, result in results:
+                failure = result if isinstance(result, JobFailure) else None
+                if failure is None:
+                    failure = _write(store, job, cast(JobOutcome, result), runner)
+                if failure is None:
+                    summary.executed += 1
+                else:
+                    failed = FailedJob(job, failure)
+                    _record(store, failed, runner)
+                    summary.failed.append(failed)
+                    if on_failure is not None:
+                        on_failure(failed)
                 running.pop(job.hash, None)
                 oldest = next(iter(running.values()), None)
                 label = short_label(oldest) if oldest else "done"
                 bar.update(task_id, advance=1, description=label)
         finally:
-            # A failed job, an interrupt: stop this runner's workers, then free the jobs it
-            # still holds for the other runners (so none runs a job one of ours still runs).
+            # An interrupt, or the runner itself failed: stop this runner's workers, then free
+            # the jobs it still holds for the other runners (so none runs a job one of ours
+            # still runs).
             _close(results)
             store.release_all(runner, "stopped")
     return summary
+
+
+# What storing a job's outcome raises when the outcome itself is bad (a plug-in's metric
+# value that is not a number, or NaN, which SQLite turns into a NULL its columns refuse):
+# that job's failure. Anything else (the store locked past its timeout, a full disk) stops
+# the run.
+UNSTORABLE = (TypeError, ValueError, OverflowError, sqlite3.IntegrityError)
+
+
+def _record(store: ResultStore, failed: FailedJob, runner: str) -> None:
+    """Record a failed job in the store and release its lease there."""
+    f = failed.failure
+    store.record_failure(failed.job, f.error, f.message, f.traceback, runner=runner)
+
+
+def _write(store: ResultStore, job: Job, outcome: JobOutcome, runner: str) -> JobFailure | None:
+    """Store a finished job (releasing its lease); its JobFailure when its outcome cannot be
+    stored (nothing of it is: the transaction is rolled back)."""
+    try:
+        store.write(
+            job,
+            outcome.metrics,
+            outcome.guarantee,
+            outcome.duration_s,
+            outcome.examples,
+            runner=runner,
+        )
+    except UNSTORABLE as exc:
+        failure = JobFailure.of(exc)
+        return replace(failure, message=f"result not storable: {failure.message}")
+    return None
 
 
 def _close(results: Iterator[object]) -> None:

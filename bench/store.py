@@ -10,6 +10,10 @@ job. A lease whose heartbeat is older than the timeout belongs to a dead runner 
 taken over. Every claim, takeover and release is appended to `lease_log`, so who ran what,
 and when, can be checked afterwards. Lease times are Unix seconds (`time.time()`): runners
 on several machines need clocks that agree to well within the lease timeout.
+
+A job that raised is not stored: `failures` gets a row (its error, one-line message and
+traceback) in the transaction that releases its lease, and the job reruns with the next
+run (or is tried by another runner on the store that is still running).
 """
 
 from __future__ import annotations
@@ -82,12 +86,29 @@ CREATE TABLE IF NOT EXISTS lease_log (
     prev_heartbeat_at REAL,
     outcome TEXT
 );
+CREATE TABLE IF NOT EXISTS failures (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_hash TEXT NOT NULL,
+    runner TEXT NOT NULL,
+    at REAL NOT NULL,
+    task TEXT NOT NULL,
+    mechanism TEXT NOT NULL,
+    params TEXT NOT NULL,
+    attack TEXT,
+    attack_params TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    error TEXT NOT NULL,
+    message TEXT NOT NULL,
+    traceback TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS failures_by_job ON failures(job_hash);
 """
 # lease_log events: "claim" (the job had no lease), "takeover" (the lease of prev_runner,
 # last renewed at prev_heartbeat_at, had expired) and "release" with its outcome: "stored"
 # (released with the job's rows), "duplicate" (the job was already stored by another
-# runner), "stopped" (the run ended first: a job failed or it was interrupted) or "lost"
-# (the lease had been taken over before this runner released it).
+# runner), "failed" (the job raised: released with its `failures` row), "stopped" (the
+# run ended first: it was interrupted or the runner itself failed) or "lost" (the lease
+# had been taken over before this runner released it).
 
 
 @dataclass(frozen=True)
@@ -328,6 +349,58 @@ class ResultStore:
             (job_hash, runner, "release", time.time(), outcome if held else "lost"),
         )
         return held
+
+    def record_failure(
+        self, job: Job, error: str, message: str, traceback: str, runner: str | None = None
+    ) -> None:
+        """Record that `job` raised (`error`: the exception's type name, `message`: one
+        line); with `runner`, its lease is released ("failed") in the same transaction. The
+        job stays unstored, so the next run tries it again."""
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            cur.execute(
+                "INSERT INTO failures (job_hash, runner, at, task, mechanism, params, attack, "
+                "attack_params, seed, error, message, traceback) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    job.hash,
+                    runner or "",
+                    time.time(),
+                    job.task,
+                    job.mechanism,
+                    canonical_json(job.params),
+                    job.attack,
+                    canonical_json(job.attack_params),
+                    job.seed,
+                    error,
+                    message,
+                    traceback,
+                ),
+            )
+            if runner is not None:
+                self._release(cur, job.hash, runner, "failed")
+            cur.execute("COMMIT")
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+
+    def failures(self, include_stored: bool = False) -> list[dict[str, Any]]:
+        """The last recorded failure of each job that failed, oldest first: job_hash, runner,
+        at (Unix seconds), task, mechanism, params, attack, attack_params, seed, error,
+        message and traceback; only jobs still not stored unless `include_stored`."""
+        unstored = "" if include_stored else "AND f.job_hash NOT IN (SELECT job_hash FROM jobs) "
+        cur = self._conn.execute(
+            "SELECT f.job_hash, f.runner, f.at, f.task, f.mechanism, f.params, f.attack, "
+            "f.attack_params, f.seed, f.error, f.message, f.traceback FROM failures f "
+            "WHERE f.id = (SELECT MAX(id) FROM failures g WHERE g.job_hash = f.job_hash) "
+            f"{unstored}ORDER BY f.id"
+        )
+        keys = [d[0] for d in cur.description]
+        rows = [dict(zip(keys, row, strict=True)) for row in cur]
+        for row in rows:
+            row["params"] = json.loads(row["params"])
+            row["attack_params"] = json.loads(row["attack_params"])
+        return rows
 
     def leases(self) -> dict[str, dict[str, Any]]:
         """The current leases by job hash: runner, claimed_at, heartbeat_at (Unix seconds)."""

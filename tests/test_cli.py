@@ -91,9 +91,11 @@ def test_missing_dataset_names_the_files(tmp_path) -> None:
 
 
 @pytest.mark.parametrize(("mechanism", "fragment"), [("test-nan", "NaN"), ("test-short", "rows")])
-def test_faulty_plugin_mechanism_is_refused_and_nothing_stored(
+def test_faulty_plugin_mechanism_fails_each_of_its_jobs_and_nothing_is_stored(
     tmp_path, tiny_suite, mechanism, fragment
 ) -> None:
+    """The harness's output checks fail each job of the mechanism alone (one line each, exit
+    1; tests/test_job_failures.py covers failed jobs among good ones)."""
     text = tiny_suite.read_text().replace('name = "identity"', f'name = "{mechanism}"')
     tiny_suite.write_text(text)
     store = tmp_path / "s.sqlite"
@@ -109,7 +111,13 @@ def test_faulty_plugin_mechanism_is_refused_and_nothing_stored(
         cwd=tmp_path,
         extra_path=(PLUGINS,),
     )
-    _one_line_error(proc, f"mechanism {mechanism}", fragment)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    listed = [line for line in proc.stderr.splitlines() if line.startswith("  ")]
+    assert len(listed) == 6  # 2 seeds x (utility + 2 attacks)
+    for line in listed:
+        assert f"MechanismOutputError: mechanism {mechanism}" in line and fragment in line
+    assert "bench: error: 6 jobs failed, leaderboard not written" in proc.stderr
     assert _stored_jobs(store) == 0
     assert not (tmp_path / "leaderboards").exists()
 
