@@ -19,12 +19,16 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from attacks.decoders import make_decoder
-from bench.errors import MechanismOutputError
+from attacks.decoders import DECODERS, make_decoder
+from attacks.ssim_loss import ssim_per_sample
+from bench.errors import ConfigError, MechanismOutputError
 from bench.hashing import seeded_init
 from bench.protocols import Attack, DataSplit, FitContext, Mechanism, Release, Task
 from bench.registry import register_attack
 
+# Training objectives: MSE (the posterior mean, what the MSE columns reward) or MSE plus
+# a weighted 1 - SSIM (what the SSIM columns reward).
+LOSSES = ("mse", "mse+ssim")
 # Fewer released aux pairs than this and no decoder is trained (see InverterAttack.fit).
 MIN_TRAINING_PAIRS = 10
 
@@ -41,13 +45,25 @@ class InverterAttack(Attack):
         "width": 16,
         "val_fraction": 0.1,
         "patience": 8,
+        "decoder": "residual",
+        "blocks": 1,
+        "loss": "mse",
+        "ssim_weight": 0.05,
     }
     param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
         "epochs": (1, math.inf),
         "batch_size": (1, math.inf),
         "width": (1, math.inf),
         "val_fraction": (0.0, 0.9),
+        "blocks": (0, 16),
     }
+
+    def check_params(self) -> None:
+        p = self.params
+        if p["decoder"] not in DECODERS:
+            raise ConfigError(f"attack inverter: decoder must be one of {', '.join(DECODERS)}")
+        if p["loss"] not in LOSSES:
+            raise ConfigError(f"attack inverter: loss must be one of {', '.join(LOSSES)}")
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
         p = self.params
@@ -74,7 +90,14 @@ class InverterAttack(Attack):
         self.scale = z.std().clamp_min(1e-6)
         gen = ctx.generator("inverter-train")
         with seeded_init(ctx.seed, "inverter-init"):
-            self.decoder = make_decoder(tuple(z.shape[1:]), tuple(x.shape[1:]), int(p["width"]))
+            self.decoder = make_decoder(
+                tuple(z.shape[1:]),
+                tuple(x.shape[1:]),
+                int(p["width"]),
+                kind=str(p["decoder"]),
+                blocks=int(p["blocks"]),
+            )
+        self.use_ssim = p["loss"] == "mse+ssim" and x.ndim == 4
         order = torch.randperm(len(z), generator=gen)
         n_val = max(1, int(len(z) * float(p["val_fraction"])))
         val, train = order[:n_val], order[n_val:]
@@ -102,14 +125,14 @@ class InverterAttack(Attack):
             self.decoder.train()
             for start in range(0, len(train), bs):
                 idx = train[start : start + bs]
-                loss = nn.functional.mse_loss(self._decode(z[idx]), x[idx])
+                loss = self._loss(self._decode(z[idx]), x[idx])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
             train = train[torch.randperm(len(train), generator=gen)]
             self.decoder.eval()
             with torch.no_grad():
-                val_loss = float(nn.functional.mse_loss(self._decode(z[val]), x[val]))
+                val_loss = float(self._loss(self._decode(z[val]), x[val]))
             if val_loss < best_val:
                 best_val, stale = val_loss, 0
                 best_state = copy.deepcopy(self.decoder.state_dict())
@@ -120,6 +143,15 @@ class InverterAttack(Attack):
         self.decoder.load_state_dict(best_state)
         self.decoder.eval()
         self.val_mse = best_val
+
+    def _loss(self, x_hat: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """MSE, plus `ssim_weight` x (1 - SSIM) with `loss = "mse+ssim"` on images (SSIM
+        as the leaderboard computes it, attacks.ssim_loss); early stopping uses the same."""
+        loss = nn.functional.mse_loss(x_hat, x)
+        if self.use_ssim:
+            similarity = ssim_per_sample(x_hat, x, self.hi - self.lo).mean()
+            loss = loss + float(self.params["ssim_weight"]) * (1 - similarity)
+        return loss
 
     @torch.no_grad()
     def reconstruct(self, release: Release) -> torch.Tensor:

@@ -75,10 +75,11 @@ def _echo_params(cls: type) -> None:
     """The component's parameter declaration (bench.params): name, type, default, range."""
     from bench.params import specs_of
 
-    defaults = dict(getattr(cls, "defaults", {}) or {})
-    ranges = dict(getattr(cls, "param_ranges", {}) or {})
-    if hasattr(cls, "reconstruct"):  # every attack takes `queries`
-        defaults, ranges = {"queries": 1, **defaults}, {"queries": (1, float("inf")), **ranges}
+    if hasattr(cls, "declared_params"):  # an attack: `queries` and its own
+        defaults, ranges = cls.declared_params()
+    else:
+        defaults = dict(getattr(cls, "defaults", {}) or {})
+        ranges = dict(getattr(cls, "param_ranges", {}) or {})
     for spec in specs_of(defaults, ranges).values():
         typer.echo(f"{'':16s}   {spec.describe()}")
 
@@ -451,6 +452,38 @@ def reproduce(
             raise ConfigError(f"no doc page at {docs_page}")
         text = replace_docs_block(docs_page.read_text(), docs_block(paper, root))
         docs_page.write_text(text)
+        typer.echo(f"updated {docs_page}")
+
+
+@app.command("attack-report")
+def attack_report(
+    suite: Annotated[
+        str, typer.Option(help="Suite whose committed leaderboard runs both attack sets.")
+    ] = "attacks",
+    root: Annotated[Path, typer.Option(help="Where the committed leaderboards live.")] = Path(
+        "leaderboards"
+    ),
+    docs_page: Annotated[
+        Path | None,
+        typer.Option("--docs", help="Also rewrite this doc page's attack-strength block."),
+    ] = None,
+) -> None:
+    """Which attack is the worst case per mechanism setting, before and after the stronger
+    attacks, from a committed leaderboard: writes ROOT/SUITE/attack-strength.{md,json}."""
+    from bench.report.attack_strength import docs_block, replace_docs_block, write_report
+
+    board = root / suite
+    if not (board / "leaderboard.json").is_file():
+        raise ConfigError(
+            f"no committed leaderboard at {board / 'leaderboard.json'}; run "
+            f"`bench run --suite {suite}` and `bench leaderboard --suite {suite}` first"
+        )
+    for path in write_report(board):
+        typer.echo(str(path))
+    if docs_page is not None:
+        if not docs_page.is_file():
+            raise ConfigError(f"no doc page at {docs_page}")
+        docs_page.write_text(replace_docs_block(docs_page.read_text(), docs_block(board)))
         typer.echo(f"updated {docs_page}")
 
 

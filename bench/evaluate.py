@@ -287,6 +287,7 @@ def _run_job(job: Job, cache_root: Path, progress: bool) -> JobOutcome:
     # its recorded build time), like fit_s: the same in every job, whatever the cache held.
     cached = (cache.seconds_inside - inside0) - (cache.build_seconds - built0)
     metrics["attack_s"] = scalar(time.perf_counter() - t0 - cached)
+    metrics.update({name: scalar(value) for name, value in attack.tuned().items()})
     # Bounds speak about what the attack reconstructed: embeddings, for a continuous attack
     # on a discrete task.
     x_true = target_x if table is None or ranks_ids(attack) else table[target_x]

@@ -283,15 +283,16 @@ class Attack(ABC):
     param_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
 
     def __init__(self, **params: Any) -> None:
-        # Every attack takes `queries`: k > 1 averages k releases of each input (only for
-        # mechanisms that allow repeated queries); the harness does the averaging.
-        self.params = resolve_params(
-            f"attack {self.name}",
-            {"queries": 1, **self.defaults},
-            params,
-            {"queries": (1, math.inf), **self.param_ranges},
-        )
+        defaults, ranges = self.declared_params()
+        self.params = resolve_params(f"attack {self.name}", defaults, params, ranges)
         self.check_params()
+
+    @classmethod
+    def declared_params(cls) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+        """Every parameter the attack takes, with its default and range. Every attack takes
+        `queries`: k > 1 averages k releases of each input (only for mechanisms that allow
+        repeated queries); the harness does the averaging."""
+        return {"queries": 1, **cls.defaults}, {"queries": (1, math.inf), **cls.param_ranges}
 
     def check_params(self) -> None:  # noqa: B027  (optional hook)
         """Refuse invalid parameter values with a ConfigError, before anything runs."""
@@ -303,6 +304,12 @@ class Attack(ABC):
     @abstractmethod
     def reconstruct(self, release: Release) -> torch.Tensor:
         """Estimate the private inputs (N, *input_shape) from a release."""
+
+    def tuned(self) -> dict[str, float]:
+        """What `fit` chose from aux data (a prior's shrinkage, a penalty weight), by metric
+        name; the harness reports each on the attack's row, so a reader sees the setting
+        behind the number."""
+        return {}
 
     def ranked(self, release: Release, k: int) -> torch.Tensor:
         """For discrete inputs: the k best candidate ids per position, (N, *input_shape, k)."""

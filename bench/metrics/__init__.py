@@ -70,6 +70,13 @@ _BUILTIN: tuple[MetricSpec, ...] = (
         "(below the claim: a violation smaller than the gap could not have been caught)",
     ),
     MetricSpec("audit_draws", "higher", "reference", "the audit's evaluation draws per input"),
+    MetricSpec(
+        "prior_shrinkage",
+        "higher",
+        "reference",
+        "map: covariance shrinkage of the aux prior, chosen from aux (OAS or Ledoit-Wolf)",
+    ),
+    MetricSpec("lambda_tv", "higher", "reference", "tv: prior weight chosen on aux queries"),
     MetricSpec("fit_s", "lower", "cost", "mechanism fit time in seconds"),
     MetricSpec("release_ms", "lower", "cost", "release time per sample in milliseconds"),
     MetricSpec("attack_s", "lower", "cost", "attack fit + reconstruct time in seconds"),

@@ -108,16 +108,25 @@ def test_map_attack_closed_form_against_descent(benchmark, solver, tmp_path) -> 
 
 
 INVERTER_SCHEDULES = {
-    "new-width16-batch32": {},
-    "old-width32-batch64": {"width": 32, "batch_size": 64, "epochs": 30, "patience": 5},
+    "residual-default": {},
+    "residual-mse+ssim": {"loss": "mse+ssim"},
+    "conv-width16-batch32": {"decoder": "conv"},
+    "conv-width32-batch64": {
+        "decoder": "conv",
+        "width": 32,
+        "batch_size": 64,
+        "epochs": 30,
+        "patience": 5,
+    },
 }
 
 
 @pytest.mark.benchmark(group="inverter-fit-gauss-input-200-aux")
 @pytest.mark.parametrize("schedule", list(INVERTER_SCHEDULES), ids=list(INVERTER_SCHEDULES))
 def test_inverter_fit_new_against_old_schedule(benchmark, schedule, tmp_path) -> None:
-    """Training the inverter on 200 aux releases: today's defaults beside the old ones
-    (docs/reproductions/inverter-schedule has the validation MSE each reaches)."""
+    """Training the inverter on 200 aux releases: the residual decoder (the default, and
+    trained on MSE + SSIM) beside the conv decoder with the schedule it had before issue 22
+    and the one before that (docs/reproductions/inverter-schedule)."""
     from attacks.inverter import InverterAttack
     from bench.cache import ArtifactCache
     from bench.protocols import FitContext
@@ -133,3 +142,24 @@ def test_inverter_fit_new_against_old_schedule(benchmark, schedule, tmp_path) ->
         return attack.val_mse
 
     assert benchmark.pedantic(fit, rounds=1, iterations=1) > 0
+
+
+@pytest.mark.benchmark(group="tv-fit-gauss-input")
+@pytest.mark.parametrize("tune", [True, False], ids=["lambda-tuned-on-aux", "lambda-fixed"])
+def test_tv_fit_tuned_against_fixed_lambda(benchmark, tune, tmp_path) -> None:
+    """The tv attack's fit: choosing its weight on 32 aux queries (one batched descent over
+    the 8-weight grid) beside the fixed weight, which fits nothing."""
+    from attacks.optimization import TVAttack
+    from bench.cache import ArtifactCache
+    from bench.protocols import FitContext
+
+    task = FashionMNIST(n_train=10, n_aux=64, n_test=10)
+    mech = GaussInput(eps=2.0, r=0.5)
+    mech._noise = mech.calibrate(task)
+    attack = TVAttack(max_steps=100, tune_lambda=tune)
+
+    def fit() -> float:
+        attack.fit(mech, task, task.splits().aux, FitContext(0, ArtifactCache(tmp_path)))
+        return float(attack.weight)
+
+    assert benchmark.pedantic(fit, rounds=1, iterations=1) >= 0
