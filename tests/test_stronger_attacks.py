@@ -4,6 +4,7 @@ leaderboard's, and the attack-strength report's worst-case logic."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +19,19 @@ from bench.cache import ArtifactCache
 from bench.errors import ConfigError
 from bench.metrics.reconstruction import ssim
 from bench.protocols import FitContext, Release
-from bench.report.attack_strength import attack_set, report_markdown, strength_report
+from bench.report.attack_strength import (
+    attack_set,
+    docs_block,
+    replace_docs_block,
+    report_markdown,
+    strength_report,
+    write_report,
+)
 from bench.tasks.images import FashionMNIST
 from mechanisms.noise.identity import Identity
 from mechanisms.noise.input_noise import GaussInput
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +141,18 @@ def test_residual_inverter_recovers_an_unprotected_input_to_ssim_0_9(task, tmp_p
     assert float(ssim(x.numpy(), x_hat.numpy(), 1.0).mean()) >= 0.9
 
 
+@pytest.mark.parametrize("make", [TVAttack, MAPAttack], ids=["tv", "map"])
+def test_tuned_attacks_recover_an_unprotected_input_to_ssim_0_9(task, tmp_path, make) -> None:
+    """With its weight or shrinkage chosen on aux, each attack inverts the identity release
+    within its default budget."""
+    mech = Identity()
+    mech._noise = mech.calibrate(task)
+    attack = _fit(make(), mech, task, tmp_path)
+    x = task.splits().test.x
+    x_hat = attack.reconstruct(Release.all_released(x.clone()))
+    assert float(ssim(x.numpy(), x_hat.detach().numpy(), 1.0).mean()) >= 0.9
+
+
 def test_ssim_objective_raises_ssim_over_mse_training(task, tmp_path) -> None:
     mech = _gauss(8.0, task)
     x = task.splits().test.x
@@ -194,3 +216,23 @@ def test_a_weaker_new_worst_case_is_reported_as_weaker() -> None:
     (entry,) = strength_report({"rows": rows})
     assert entry["worst"]["ssim"]["moved"] == "weaker"
     assert entry["worst"]["mse"]["moved"] == "weaker"
+
+
+def test_the_docs_page_and_the_report_files_are_the_committed_leaderboards(tmp_path) -> None:
+    """docs/attacks.md and attack-strength.{md,json} are what `bench attack-report` writes
+    from the committed leaderboard, so every number in them is a committed one."""
+    board = ROOT / "leaderboards" / "attacks"
+    assert docs_block(board).rstrip("\n") in (ROOT / "docs" / "attacks.md").read_text()
+    copy = tmp_path / "leaderboards" / "attacks"
+    copy.mkdir(parents=True)
+    shutil.copy(board / "leaderboard.json", copy / "leaderboard.json")
+    for written in write_report(copy):
+        assert written.read_text() == (board / written.name).read_text()
+
+
+def test_the_docs_block_replaces_itself_or_is_appended() -> None:
+    block = "<!-- attack-strength:begin x -->\nold\n<!-- attack-strength:end -->\n"
+    page = replace_docs_block("# Attacks\n\ntext\n", block)
+    assert page.endswith(block) and page.startswith("# Attacks\n\ntext\n")
+    again = replace_docs_block(page, block.replace("old", "new"))
+    assert "old" not in again and again.count("attack-strength:begin") == 1

@@ -163,3 +163,24 @@ def test_tv_fit_tuned_against_fixed_lambda(benchmark, tune, tmp_path) -> None:
         return float(attack.weight)
 
     assert benchmark.pedantic(fit, rounds=1, iterations=1) >= 0
+
+
+@pytest.mark.benchmark(group="map-prior-fit-1000-aux")
+@pytest.mark.parametrize("shrinkage", ["oas", "ledoit-wolf", "fixed"])
+def test_map_prior_fit_by_shrinkage(benchmark, shrinkage, tmp_path) -> None:
+    """Fitting map's full-covariance prior on 1,000 aux images: the shrinkage chosen from the
+    data (OAS, Ledoit-Wolf) beside the previous fixed amount."""
+    from attacks.optimization import MAPAttack
+    from bench.cache import ArtifactCache
+    from bench.protocols import FitContext
+
+    task = FashionMNIST(n_train=10, n_aux=1000, n_test=10)
+    mech = GaussInput(eps=2.0, r=0.5)
+    mech._noise = mech.calibrate(task)
+    attack = MAPAttack(shrinkage=shrinkage)
+
+    def fit() -> float:
+        attack.fit(mech, task, task.splits().aux, FitContext(0, ArtifactCache(tmp_path)))
+        return attack.tuned()["prior_shrinkage"]
+
+    assert 0 <= benchmark.pedantic(fit, rounds=1, iterations=1) <= 1
