@@ -236,3 +236,19 @@ def test_the_docs_block_replaces_itself_or_is_appended() -> None:
     assert page.endswith(block) and page.startswith("# Attacks\n\ntext\n")
     again = replace_docs_block(page, block.replace("old", "new"))
     assert "old" not in again and again.count("attack-strength:begin") == 1
+
+
+def test_the_page_lists_each_parameter_set_of_an_attack_on_its_own_line() -> None:
+    """tv tuned and tv fixed on one setting are two lines of the page's per-attack list,
+    not one overwriting the other."""
+    from bench.report.overview import task_overview
+
+    rows = [
+        _row("tv", {"tune_lambda": False}, 0.25, (0.23, 0.27), 0.10, (0.09, 0.11)),
+        _row("tv", {"tune_lambda": True}, 0.40, (0.38, 0.42), 0.095, (0.09, 0.10)),
+    ]
+    (line,) = task_overview(rows, "accuracy")["lines"]
+    assert [a["attack"] for a in line["per_attack"]] == [
+        "tv (tune_lambda=False)",
+        "tv (tune_lambda=True)",
+    ]

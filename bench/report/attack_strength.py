@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.hashing import canonical_json
-from bench.report.labels import describe_guarantee
+from bench.report.labels import attack_labels, describe_guarantee, short_setting, varying_params
 from bench.report.load import load_leaderboard
 
 # The attack set before issue 22, identified by the parameters that select the old
@@ -43,15 +43,6 @@ def attack_set(row: dict[str, Any]) -> str:
     if old is not None and all(params.get(k) == v for k, v in old.items()):
         return "previous"
     return "new"
-
-
-def attack_label(row: dict[str, Any]) -> str:
-    """The attack and the parameters that set it apart (not the shared step budget)."""
-    params = {k: v for k, v in (row.get("attack_params") or {}).items() if k != "max_steps"}
-    if not params:
-        return row["attack"]
-    inner = ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
-    return f"{row['attack']} ({inner})"
 
 
 def _setting_key(row: dict[str, Any]) -> tuple[str, str, str]:
@@ -88,16 +79,27 @@ def strength_report(doc: dict[str, Any]) -> list[dict[str, Any]]:
         if row.get("attack") in (None, "worst case"):
             continue
         settings.setdefault(_setting_key(row), []).append(row)
+    labels = attack_labels([r for rows in settings.values() for r in rows])
+    varying = varying_params(
+        [(rows[0]["mechanism"], rows[0].get("params") or {}) for rows in settings.values()]
+    )
+
+    def label(row: dict[str, Any]) -> str:
+        return labels[(row["attack"], canonical_json(row.get("attack_params") or {}))]
+
     report = []
     for (task, mechanism, _), rows in settings.items():
         entry: dict[str, Any] = {
             "task": task,
             "mechanism": mechanism,
             "params": rows[0].get("params") or {},
+            "setting": short_setting(
+                mechanism, rows[0].get("params") or {}, varying.get(mechanism, set())
+            ),
             "guarantee": describe_guarantee(rows[0].get("guarantee") or {}),
             "attacks": [
                 {
-                    "attack": attack_label(r),
+                    "attack": label(r),
                     "set": attack_set(r),
                     "metrics": {m: r["metrics"].get(m) for m in METRICS},
                     "tuned": {
@@ -117,9 +119,9 @@ def strength_report(doc: dict[str, Any]) -> list[dict[str, Any]]:
             if old_w is None or new_w is None:
                 continue
             entry["worst"][metric] = {
-                "previous": attack_label(old_w),
+                "previous": label(old_w),
                 "previous_value": old_w["metrics"][metric],
-                "new": attack_label(new_w),
+                "new": label(new_w),
                 "new_value": new_w["metrics"][metric],
                 "moved": _moved(new_w, old_w, metric),
             }
@@ -135,8 +137,7 @@ def _cell(metric: dict[str, Any] | None, digits: int) -> str:
 
 
 def _setting_title(entry: dict[str, Any]) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in sorted(entry["params"].items()))
-    return f"{entry['task']} · {entry['mechanism']}" + (f" ({params})" if params else "")
+    return f"{entry['task']} · {entry['setting']}"
 
 
 def report_markdown(report: list[dict[str, Any]], source: str) -> str:

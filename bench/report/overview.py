@@ -14,6 +14,7 @@ from bench.report.labels import (
     _params_text,
     alternative_scoring,
     at_chance,
+    attack_labels,
     describe_guarantee,
     row_sort_key,
     score_name_in,
@@ -95,13 +96,22 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
     (mechanism, params) in leaderboard order."""
     utility = utility or utility_metric_of(rows)
     score = attack_score_of(rows) or "mse"
+    # An attack run with several parameter sets (tv tuned and fixed) is one row per set,
+    # each under its own label, so that none hides another.
+    labels = attack_labels(rows)
     settings: dict[str, dict[str, Any]] = {}
     for row in sorted(rows, key=row_sort_key):
         key = canonical_json([row["mechanism"], row["params"]])
         entry = settings.setdefault(
             key, {"mechanism": row["mechanism"], "params": row["params"], "rows": {}}
         )
-        entry["rows"]["utility" if row["attack"] is None else row["attack"]] = row
+        if row["attack"] is None:
+            name = "utility"
+        elif row["attack"] == WORST_CASE:
+            name = WORST_CASE
+        else:
+            name = labels[(row["attack"], canonical_json(row.get("attack_params") or {}))]
+        entry["rows"][name] = row
     varies = varying_params([(e["mechanism"], e["params"]) for e in settings.values()])
     lines = []
     for entry in sorted(
