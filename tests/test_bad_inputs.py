@@ -9,7 +9,7 @@ import tomllib
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import attacks  # noqa: F401  (registers the attacks)
@@ -363,3 +363,57 @@ def test_a_plug_in_default_of_another_type_is_left_to_the_plug_in() -> None:
 
     out = resolve("mechanism p", {"layers": None, "eps": 1.0}, {"layers": [8, 8], "eps": 2})
     assert out == {"layers": [8, 8], "eps": 2.0}
+
+
+# A vocabulary of commands, options and values that a user might type, right or wrong.
+# `run` always gets --dry-run (the fuzz checks argument handling, not the jobs), and
+# commands that fetch data or run long validations are left out.
+CLI_COMMANDS = ["run", "list", "leaderboard", "compare", "profile", "reproduce", "failures"]
+CLI_COMMANDS += ["attack-report", "nosuch", ""]
+CLI_OPTIONS = ["--suite", "--jobs", "--seeds", "--store", "--all", "--exact", "--params"]
+CLI_OPTIONS += ["--docs", "--root", "--out", "--executor", "--no-progress", "--write", "-x"]
+CLI_VALUES = ["smoke", "no-such", "0", "-1", "two", "", "1e9", "nan", "mechanisms"]
+CLI_VALUES += ["attacks", "ip", "store.sqlite", "missing/dir/s.sqlite", "a.json", "local"]
+
+
+@settings(
+    max_examples=120,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    command=st.sampled_from(CLI_COMMANDS),
+    words=st.lists(st.sampled_from(CLI_OPTIONS + CLI_VALUES), max_size=5),
+)
+def test_fuzzed_command_lines_exit_0_or_one_line_2(
+    tmp_path_factory, monkeypatch, capsys, command: str, words: list[str]
+) -> None:
+    """Any command line: exit 0, or exit 2 with one `bench: error:` line and no traceback;
+    the files it was pointed at are left as they were on exit 2."""
+    where = tmp_path_factory.mktemp("cli")
+    monkeypatch.chdir(where)
+    (where / "a.json").write_text("{}")
+    args = [command, *words] if command else words
+    assume(args)  # `bench` alone prints the help (test_bare_bench_prints_the_help)
+    if command == "run":
+        args.append("--dry-run")
+    before = sorted(p.relative_to(where) for p in where.rglob("*"))
+    code, err = _cli(monkeypatch, capsys, *args)
+    assert "Traceback" not in err, (args, err)
+    assert code in (0, 2), (args, code, err)
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1, (args, err)
+        assert err.startswith("bench: error: "), (args, err)
+        assert sorted(p.relative_to(where) for p in where.rglob("*")) == before, args
+
+
+def test_bare_bench_prints_the_help(monkeypatch, capsys) -> None:
+    from bench.cli import main
+
+    monkeypatch.setattr("sys.argv", ["bench"])
+    with pytest.raises(SystemExit):
+        main()
+    out, err = capsys.readouterr()
+    assert "Usage" in out and "Commands" in out and "Traceback" not in out + err

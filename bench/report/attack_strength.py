@@ -35,7 +35,7 @@ DOC_END = "<!-- attack-strength:end -->"
 
 
 def attack_set(row: dict[str, Any]) -> str:
-    """ "previous", "new" or "both" for an attack row."""
+    """Which set an attack row belongs to: "previous", "new" or "both"."""
     name, params = row["attack"], row.get("attack_params") or {}
     if name in UNCHANGED:
         return "both"
@@ -59,7 +59,7 @@ def _worst(rows: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
 
 
 def _moved(new: dict[str, Any], old: dict[str, Any], metric: str) -> str:
-    """ "stronger", "weaker" or "within CI": the new worst case against the previous one."""
+    """Whether the new worst case is "stronger", "weaker" or "within CI" of the previous."""
     a, b = new["metrics"][metric], old["metrics"][metric]
     if a["ci"][0] > b["ci"][1]:
         above = True
@@ -145,7 +145,8 @@ def report_markdown(report: list[dict[str, Any]], source: str) -> str:
     attack's SSIM and MSE [95% CI]."""
     lines = [
         f"Source: `{source}` (committed). SSIM: higher is a stronger attack; MSE: lower is. "
-        "Each value is the mean over the attacked samples of all seeds, with its 95% CI. "
+        "Each value is the mean over the attacked samples of all seeds (the released ones, "
+        "for a mechanism that may abstain), with its 95% CI. "
         "Set: `previous` = the attacks before issue 22 (tv at lambda 0.05, map at shrinkage "
         "0.1, the conv inverter), `new` = the attacks after it, `both` = unchanged. "
         "Moved: the new worst case's CI lies entirely above (stronger) or below (weaker) the "
