@@ -187,22 +187,26 @@ def report_markdown(report: list[dict[str, Any]], source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _load_report(board_dir: Path) -> tuple[str, list[dict[str, Any]]]:
+    """The committed leaderboard's path as a reader sees it, and its report."""
+    source = board_dir / "leaderboard.json"
+    return _display(source), strength_report(load_leaderboard(source))
+
+
 def write_report(board_dir: Path) -> list[Path]:
     """attack-strength.{md,json} beside a suite's committed leaderboard.json."""
-    source = board_dir / "leaderboard.json"
-    report = strength_report(load_leaderboard(source))
+    source, report = _load_report(board_dir)
     md = board_dir / "attack-strength.md"
-    md.write_text("# Attack strength\n\n" + report_markdown(report, _display(source)))
+    md.write_text("# Attack strength\n\n" + report_markdown(report, source))
     js = board_dir / "attack-strength.json"
-    js.write_text(json.dumps({"source": _display(source), "settings": report}, indent=1) + "\n")
+    js.write_text(json.dumps({"source": source, "settings": report}, indent=1) + "\n")
     return [md, js]
 
 
 def docs_block(board_dir: Path) -> str:
     """The generated block of docs/attacks.md: the report of the committed leaderboard."""
-    source = board_dir / "leaderboard.json"
-    report = strength_report(load_leaderboard(source))
-    body = report_markdown(report, _display(source))
+    source, report = _load_report(board_dir)
+    body = report_markdown(report, source)
     return f"{DOC_BEGIN}\n\n{body}\n{DOC_END}\n"
 
 
