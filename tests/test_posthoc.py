@@ -170,6 +170,21 @@ def test_release_noise_scale_guarantee_and_bottom(fitted: tuple[PosthocPTR, obje
     assert mech.predict(rel).shape == (3, 10)
 
 
+def test_utility_row_reports_the_proposal_inputs(fitted: tuple[PosthocPTR, object]) -> None:
+    """Fig. 3's quantity on the row: the mean certified local Lipschitz constant over the
+    calibration embeddings (with its CI), DeltaP = mean + 3 std, and the exact fraction."""
+    mech, task = fitted
+    metrics = mech.claim_metrics(task, task.splits())  # type: ignore[arg-type]
+    vals = mech.calibration["values"]
+    lip = metrics["local_lipschitz"]
+    assert lip.n == len(vals) == TINY["n_calib"]
+    assert lip.value == pytest.approx(vals.mean())
+    assert lip.ci[0] <= lip.value <= lip.ci[1]
+    assert metrics["delta_p"].value == pytest.approx(vals.mean() + 3 * vals.std())
+    assert metrics["delta_p"].value >= lip.value
+    assert metrics["lipschitz_exact"].value == 1.0  # tiny nets: every MILP solved exactly
+
+
 def test_never_releases_when_the_proposal_fails_except_with_prob_delta_over_2(
     fitted: tuple[PosthocPTR, object],
 ) -> None:

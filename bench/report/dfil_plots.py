@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE
+from bench.report.labels import WORST_CASE, _safe_name
 
 SWEEP = "inv_dfil"
 UNBIASED = "optimization"
@@ -126,8 +126,7 @@ def write_dfil_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     sweep among `rows`; returns the paths written (none when no row sweeps 1/dFIL)."""
     written = []
     for task, panels in sorted(_panels(rows).items()):
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task)
-        path = Path(out_dir) / "plots" / f"{safe}_dfil_bounds.png"
+        path = Path(out_dir) / "plots" / f"{_safe_name(task)}_dfil_bounds.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, dfil_bounds_png(task, panels))
         written.append(path)

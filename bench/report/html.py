@@ -125,6 +125,7 @@ def _plot_caption(task: str, name: str) -> str:
         "": "secondary view: utility against the worst-case attack MSE (log scale)",
         "frontier": "privacy-utility frontier",
         "reconstructions": "what each attack recovers at each privacy level (seed 0)",
+        "lipschitz_vs_alpha": "mean certified local Lipschitz constant by ARL weight and radius",
     }
     return captions.get(suffix, suffix.replace("_", " "))
 

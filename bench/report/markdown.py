@@ -61,7 +61,9 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     attacks = sorted({_label_of(r, labels) for r in rows if _is_attack(r)})
     has = {n for r in rows for n in r["metrics"]}
     audit = ("eps_audit_lb", "eps_audit_ideal", "audit_draws")
-    extra = [n for n in ("release_rate", *audit, "bound_validity") if n in has]
+    # posthoc-ptr's proposal inputs (local Lipschitz constant, DeltaP): paper Fig. 3's quantity.
+    proposal = ("local_lipschitz", "delta_p")
+    extra = [n for n in ("release_rate", *audit, "bound_validity", *proposal) if n in has]
     header = ["mechanism", "params", "guarantee", "seeds"]
     header += [utility] if utility else []
     worst_metrics = [

@@ -22,6 +22,7 @@ from bench.report.labels import (
 )
 from bench.report.markdown import SentenceExample, leaderboard_markdown
 from bench.report.plots import privacy_utility_png, reconstruction_grid_png
+from bench.report.posthoc_plots import write_posthoc_plots
 from bench.report.reproduction import (
     reproduction_json,
     reproduction_markdown,
@@ -44,10 +45,11 @@ def write_leaderboard(
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
     (label, x, x_hat), plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil`
-    (bench.report.dfil_plots), reproduction.{md,json} when a paper's reference table names
-    the suite (bench.report.reproduction), and last index.html, the static page that shows
-    them all. Text tasks' reconstructed `sentences` (label, originals, reconstructions) go
-    into the Markdown.
+    (bench.report.dfil_plots), plots/<task>_lipschitz_vs_alpha.png for tasks whose posthoc
+    rows sweep the ARL weight (bench.report.posthoc_plots), reproduction.{md,json} when a
+    paper's reference table names the suite (bench.report.reproduction), and last
+    index.html, the static page that shows them all. Text tasks' reconstructed `sentences`
+    (label, originals, reconstructions) go into the Markdown.
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
@@ -83,6 +85,8 @@ def write_leaderboard(
             written.append(path)
     # Attack MSE vs 1/dFIL with the Cramer-Rao and van Trees bounds, for suites sweeping it.
     written += write_dfil_plots(rows, out_dir)
+    # Posthoc Fig. 3: the local Lipschitz constant against the ARL weight, for suites sweeping it.
+    written += write_posthoc_plots(rows, out_dir)
     written += write_index_html(out_dir, doc, utility_metrics, reproductions)
     return written
 
