@@ -1,12 +1,13 @@
-"""The Posthoc Fig. 3 plot: mean local Lipschitz constant by ARL weight, one bar per radius."""
+"""The Posthoc sweep plots: Fig. 3 (mean local Lipschitz constant by ARL weight, a bar per
+radius) and supplement Table 2 (attack SSIM against R, a line per eps)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from bench.report.html import _task_plots
-from bench.report.posthoc_plots import _panels, write_posthoc_plots
-from bench.report.write import write_leaderboard
+from bench.report.posthoc_plots import _panels, _radius_panels, write_posthoc_plots
+from bench.report.write import refresh_reproductions, write_leaderboard
 
 
 def _row(params: dict, lipschitz: float | None, attack: str | None = None) -> dict:
@@ -51,3 +52,46 @@ def test_the_leaderboard_page_shows_the_fig3_plot(tmp_path: Path) -> None:
     shown = {p["path"]: p["caption"] for p in _task_plots(tmp_path, "faces")}
     assert "local Lipschitz" in shown["plots/faces_lipschitz_vs_alpha.png"]
     assert "local_lipschitz" in (tmp_path / "leaderboard.md").read_text(encoding="utf-8")
+
+
+def _attack_row(variant: str, radius: float, eps: float, attack: str, ssim: float) -> dict:
+    params = {"variant": variant, "R": radius, "eps": eps, "alpha": 0.99}
+    metrics = {"ssim": {"value": ssim, "ci": [ssim - 0.01, ssim + 0.01], "n": 100},
+               "ssim_prior": {"value": 0.18, "ci": [0.18, 0.18], "n": 100}}  # fmt: skip
+    return {"task": "mnist", "mechanism": "posthoc-ptr", "params": params, "attack": attack,
+            "attack_params": {}, "seeds": 3, "metrics": metrics,
+            "guarantee": {"notion": "reconstruction"}}  # fmt: skip
+
+
+def _table2() -> list[dict]:
+    rows = [
+        _attack_row("arl-c-n", radius, eps, attack, 0.3 - 0.1 * radius + 0.001 * eps)
+        for radius in (0.1, 0.5, 1.0)
+        for eps in (1.0, 10.0)
+        for attack in ("inverter", "worst case")
+    ]
+    # Table 1's other variants sit at one radius: no SSIM-vs-R panel for them.
+    rows += [_attack_row("encoder", 0.5, eps, "inverter", 0.2) for eps in (1.0, 10.0)]
+    return rows
+
+
+def test_supplement_table2_rows_give_one_panel_per_attack_of_the_swept_obfuscator() -> None:
+    panels = _radius_panels(_table2())
+    assert list(panels) == ["mnist"]
+    keys = sorted(panels["mnist"])
+    assert [label for label, _ in keys] == ["inverter", "worst case"]
+    assert all('"variant":"arl-c-n"' in fixed for _, fixed in keys)
+    assert all(len(rows) == 6 for rows in panels["mnist"].values())
+
+
+def test_refreshing_a_committed_board_draws_the_paper_plots_from_its_json(
+    tmp_path: Path,
+) -> None:
+    """`bench reproduce --write` redraws the sweep plots from leaderboard.json alone."""
+    write_leaderboard("posthoc-test", "1", _table2() + _sweep(), tmp_path, code_version="x")
+    for name in ("mnist_ssim_vs_radius.png", "faces_lipschitz_vs_alpha.png"):
+        (tmp_path / "plots" / name).unlink()
+    written = refresh_reproductions(tmp_path)
+    for name in ("mnist_ssim_vs_radius.png", "faces_lipschitz_vs_alpha.png"):
+        assert tmp_path / "plots" / name in written
+        assert (tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

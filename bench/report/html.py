@@ -126,6 +126,7 @@ def _plot_caption(task: str, name: str) -> str:
         "frontier": "privacy-utility frontier",
         "reconstructions": "what each attack recovers at each privacy level (seed 0)",
         "lipschitz_vs_alpha": "mean certified local Lipschitz constant by ARL weight and radius",
+        "ssim_vs_radius": "attack SSIM against the radius R, a line per eps",
     }
     return captions.get(suffix, suffix.replace("_", " "))
 

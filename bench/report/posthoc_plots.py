@@ -1,8 +1,12 @@
-"""Local Lipschitz constant against the ARL weight (Posthoc paper, Fig. 3): one PNG per task
-whose posthoc-ptr utility rows sweep `alpha`, grouped bars per alpha, one bar per radius R.
+"""The Posthoc paper's two sweeps as plots, one PNG each per task that has the sweep:
+- Fig. 3, the local Lipschitz constant against the ARL weight: posthoc-ptr utility rows that
+  sweep `alpha`, grouped bars per alpha, one bar per radius R (`local_lipschitz`, the mean
+  certified constant L(f, N(z, R)) over the calibration embeddings, as mechanisms.posthoc
+  reports it);
+- supplement Table 2, attack SSIM against R: attack rows (and the worst case) of one
+  obfuscator at >= 2 radii, a line per eps, a panel per attack.
 
-Reads leaderboard rows only: a utility row's `local_lipschitz` (the mean certified constant
-L(f, N(z, R)) over the calibration embeddings, with its CI), as mechanisms.posthoc reports it.
+Reads leaderboard rows only, so the committed leaderboard.json is enough to redraw them.
 """
 
 from __future__ import annotations
@@ -11,17 +15,20 @@ import io
 import json
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
-from bench.report.labels import _safe_name
+from bench.report.labels import WORST_CASE, _label_of, _safe_name, attack_labels
 
 METRIC = "local_lipschitz"
 SWEEP = "alpha"
 RADIUS = "R"
 SUFFIX = "lipschitz_vs_alpha"
+SSIM_SUFFIX = "ssim_vs_radius"
+MECHANISM = "posthoc-ptr"
 
 PanelKey = str  # canonical JSON of the parameters other than alpha and R
 
@@ -30,6 +37,7 @@ def _is_sweep_row(row: dict[str, Any]) -> bool:
     params = row.get("params") or {}
     return (
         row.get("attack") is None
+        and row.get("mechanism") == MECHANISM
         and SWEEP in params
         and RADIUS in params
         and METRIC in row.get("metrics", {})
@@ -89,33 +97,119 @@ def _draw_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
 
 def lipschitz_vs_alpha_png(task: str, panels: dict[PanelKey, list[dict[str, Any]]]) -> bytes:
     """One figure: per panel, grouped bars of the mean certified constant (95% CI) by alpha."""
+    keys = sorted(panels)
+    return _figure(
+        f"{task}: local Lipschitz constant vs ARL weight (Posthoc Fig. 3)",
+        [(_title(key, keys), panels[key]) for key in keys],
+        _draw_panel,
+        cols=2,
+    )
+
+
+def _figure(
+    title: str,
+    panels: list[tuple[str, list[dict[str, Any]]]],
+    draw: Callable[[Any, str, list[dict[str, Any]]], None],
+    cols: int,
+) -> bytes:
+    """A PNG of `panels` (title, rows) drawn by `draw`, at most `cols` to a line."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    keys = sorted(panels)
-    cols = min(2, len(keys))
-    n_rows = math.ceil(len(keys) / cols)
-    fig = Figure(figsize=(6.0 * cols, 4.0 * n_rows), dpi=100)
+    cols = min(cols, len(panels))
+    n_rows = math.ceil(len(panels) / cols)
+    fig = Figure(figsize=(5.2 * cols, 4.0 * n_rows), dpi=100)
     FigureCanvasAgg(fig)
     axes = fig.subplots(n_rows, cols, squeeze=False)
-    for ax, key in zip(axes.flat, keys, strict=False):
-        _draw_panel(ax, _title(key, keys), panels[key])
-    for ax in list(axes.flat)[len(keys) :]:
+    for ax, (panel_title, rows) in zip(axes.flat, panels, strict=False):
+        draw(ax, panel_title, rows)
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
-    fig.suptitle(f"{task}: local Lipschitz constant vs ARL weight (Posthoc Fig. 3)", fontsize=10)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
 
 
+RadiusKey = tuple[str, str]  # (attack label, canonical JSON of the params but R and eps)
+
+
+def _radius_panels(rows: list[dict[str, Any]]) -> dict[str, dict[RadiusKey, list[dict[str, Any]]]]:
+    """task -> (attack label, obfuscator parameters) -> its attack rows at >= 2 radii."""
+    labels = attack_labels(rows)
+    out: dict[str, dict[RadiusKey, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        params = row.get("params") or {}
+        attack = row.get("attack")
+        if (
+            row.get("mechanism") != MECHANISM
+            or attack is None
+            or RADIUS not in params
+            or "ssim" not in row.get("metrics", {})
+        ):
+            continue
+        label = WORST_CASE if attack == WORST_CASE else _label_of(row, labels)
+        fixed = {k: v for k, v in params.items() if k not in (RADIUS, "eps")}
+        out[row["task"]][(label, canonical_json(fixed))].append(row)
+    return {
+        task: chosen
+        for task, panels in out.items()
+        if (chosen := {k: g for k, g in panels.items() if _distinct(g, RADIUS) >= 2})
+    }
+
+
+def _draw_radius_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
+    by_eps: dict[float, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_eps[float(row["params"]["eps"])].append(row)
+    for eps, eps_rows in sorted(by_eps.items()):
+        eps_rows.sort(key=lambda r: float(r["params"][RADIUS]))
+        xs = [float(r["params"][RADIUS]) for r in eps_rows]
+        ys = [float(r["metrics"]["ssim"]["value"]) for r in eps_rows]
+        lo = [y - float(r["metrics"]["ssim"]["ci"][0]) for y, r in zip(ys, eps_rows, strict=True)]
+        hi = [float(r["metrics"]["ssim"]["ci"][1]) - y for y, r in zip(ys, eps_rows, strict=True)]
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=4, capsize=2, lw=1, label=f"eps {eps:g}")
+    prior = [
+        float(r["metrics"]["ssim_prior"]["value"]) for r in rows if "ssim_prior" in r["metrics"]
+    ]
+    if prior:  # the data-independent guess: an attack at this line recovers nothing
+        ax.axhline(float(sum(prior) / len(prior)), color="k", ls=":", lw=1, label="prior guess")
+    ax.set_xlabel("radius R (l_inf, embedding space)")
+    ax.set_ylabel("attack SSIM on released queries")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+
+
+def _obfuscator(fixed: str) -> str:
+    """The obfuscator a radius panel shows, e.g. "variant arl-c-n, alpha 0.99"."""
+    params = json.loads(fixed)
+    return ", ".join(f"{k} {params[k]}" for k in ("variant", "alpha") if k in params) or MECHANISM
+
+
+def ssim_vs_radius_png(task: str, panels: dict[RadiusKey, list[dict[str, Any]]]) -> bytes:
+    """One figure: per attack (and obfuscator), SSIM with its 95% CI against R, a line per eps."""
+    titles = {key: f"{key[0]}: {_obfuscator(key[1])}" for key in panels}
+    return _figure(
+        f"{task}: attack SSIM vs radius R (Posthoc supplement Table 2)",
+        [(titles[key], panels[key]) for key in sorted(panels)],
+        _draw_radius_panel,
+        cols=3,
+    )
+
+
 def write_posthoc_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """Write plots/<task>_lipschitz_vs_alpha.png under `out_dir` for every task whose rows
-    sweep the ARL weight; returns the paths written (none without such a sweep)."""
+    """Write plots/<task>_lipschitz_vs_alpha.png (rows sweeping the ARL weight) and
+    plots/<task>_ssim_vs_radius.png (attack rows at >= 2 radii) under `out_dir`; returns
+    the paths written (none for a suite without either sweep)."""
     written = []
-    for task, panels in sorted(_panels(rows).items()):
-        path = Path(out_dir) / "plots" / f"{_safe_name(task)}_{SUFFIX}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, lipschitz_vs_alpha_png(task, panels))
-        written.append(path)
+    for suffix, panels_of, draw in (
+        (SUFFIX, _panels, lipschitz_vs_alpha_png),
+        (SSIM_SUFFIX, _radius_panels, ssim_vs_radius_png),
+    ):
+        for task, panels in sorted(panels_of(rows).items()):
+            path = Path(out_dir) / "plots" / f"{_safe_name(task)}_{suffix}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, draw(task, panels))
+            written.append(path)
     return written

@@ -45,8 +45,9 @@ def write_leaderboard(
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
     (label, x, x_hat), plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil`
-    (bench.report.dfil_plots), plots/<task>_lipschitz_vs_alpha.png for tasks whose posthoc
-    rows sweep the ARL weight (bench.report.posthoc_plots), reproduction.{md,json} when a
+    (bench.report.dfil_plots), plots/<task>_lipschitz_vs_alpha.png and
+    plots/<task>_ssim_vs_radius.png for posthoc rows sweeping the ARL weight or the radius
+    (bench.report.posthoc_plots), reproduction.{md,json} when a
     paper's reference table names the suite (bench.report.reproduction), and last
     index.html, the static page that shows them all. Text tasks' reconstructed `sentences`
     (label, originals, reconstructions) go into the Markdown.
@@ -83,24 +84,30 @@ def write_leaderboard(
             path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
             atomic_write(path, reconstruction_grid_png(task, entries))
             written.append(path)
-    # Attack MSE vs 1/dFIL with the Cramer-Rao and van Trees bounds, for suites sweeping it.
-    written += write_dfil_plots(rows, out_dir)
-    # Posthoc Fig. 3: the local Lipschitz constant against the ARL weight, for suites sweeping it.
-    written += write_posthoc_plots(rows, out_dir)
+    written += _write_paper_plots(rows, out_dir)
     written += write_index_html(out_dir, doc, utility_metrics, reproductions)
     return written
 
 
 def refresh_reproductions(out_dir: Path) -> list[Path]:
-    """Rewrite reproduction.{md,json} and the page of a committed leaderboard from its
-    leaderboard.json alone, for when a reference table or the verdict rules change: no
-    store, no rerun, the rows untouched."""
+    """Rewrite reproduction.{md,json}, the papers' sweep plots and the page of a committed
+    leaderboard from its leaderboard.json alone, for when a reference table, the verdict
+    rules or a paper plot change: no store, no rerun, the rows untouched."""
     out_dir = Path(out_dir)
     doc = json.loads((out_dir / "leaderboard.json").read_text())
     reproductions = suite_reproductions(doc["suite"], doc["rows"])
-    return _write_reproductions(out_dir, reproductions) + write_index_html(
-        out_dir, doc, None, reproductions
+    return (
+        _write_reproductions(out_dir, reproductions)
+        + _write_paper_plots(doc["rows"], out_dir)
+        + write_index_html(out_dir, doc, None, reproductions)
     )
+
+
+def _write_paper_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """The plots of the papers' own sweeps, drawn from leaderboard rows: attack MSE against
+    1/dFIL with both bounds (dFIL Figs. 2-3), the local Lipschitz constant against the ARL
+    weight and attack SSIM against R (Posthoc Fig. 3 and supplement Table 2)."""
+    return write_dfil_plots(rows, out_dir) + write_posthoc_plots(rows, out_dir)
 
 
 def _write_reproductions(out_dir: Path, reproductions: list[dict[str, Any]]) -> list[Path]:
