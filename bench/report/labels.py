@@ -203,15 +203,58 @@ def task_prior_baseline(rows: list[dict[str, Any]], score: str | None) -> dict[s
     )
 
 
+UNPROTECTED = "none"  # the guarantee notion of a task's unprotected reference (identity, label)
+
+
+def chance_reason(
+    row: dict[str, Any], rows: list[dict[str, Any]], utility: str | None
+) -> str | None:
+    """Why an at-chance utility row is there, read off the task's unprotected reference row
+    (guarantee notion "none") among `rows`: the data (the unprotected model is at chance
+    too) or the protection (the unprotected model beats chance); None without a reference."""
+    if not utility:
+        return None
+    own = (row.get("guarantee") or {}).get("notion") == UNPROTECTED
+    reference = next(
+        (
+            r
+            for r in rows
+            if r["attack"] is None
+            and r is not row
+            and (r.get("guarantee") or {}).get("notion") == UNPROTECTED
+            and utility in r["metrics"]
+        ),
+        None,
+    )
+    if own:
+        return (
+            "the unprotected model does not beat the best constant predictor on this task "
+            "(the data limits it): no mechanism serving it can"
+        )
+    if reference is None:
+        return None
+    value, chance = float(reference["metrics"][utility]["value"]), chance_of(reference)
+    against = f"{value:.3g} vs chance {chance:.3g}" if chance is not None else f"{value:.3g}"
+    if at_chance(reference, utility):
+        return (
+            f"the unprotected model on this task is at chance too ({against}): the data limits it"
+        )
+    return f"the unprotected model scores {against}: the protection costs the difference"
+
+
 def flag_rows(rows: list[dict[str, Any]], utility: str | None) -> None:
-    """Mark each utility row at or below chance with `at_chance: true` (see `at_chance`), and
-    with `constant_predictor: true` where every seed answered every query with one class
-    (modal_prediction_share 1.0); give each attack row whose bound check says what it rests
-    on a `bound_basis` ("theorem" or "estimate"), so the JSON, Markdown and HTML all say it."""
+    """Mark each utility row at or below chance with `at_chance: true` (see `at_chance`) and
+    its computed `at_chance_reason` (see `chance_reason`), and with `constant_predictor:
+    true` where every seed answered every query with one class (modal_prediction_share
+    1.0); give each attack row whose bound check says what it rests on a `bound_basis`
+    ("theorem" or "estimate"), so the JSON, Markdown and HTML all say it."""
     for row in rows:
         if row["attack"] is None:
             if at_chance(row, utility):
                 row["at_chance"] = True
+                reason = chance_reason(row, rows, utility)
+                if reason:
+                    row["at_chance_reason"] = reason
             modal = row["metrics"].get("modal_prediction_share")
             if modal is not None and modal["ci"][0] >= 1.0:
                 row["constant_predictor"] = True

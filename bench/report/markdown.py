@@ -103,6 +103,15 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     return lines
 
 
+def _chance_reason_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per at-chance utility row that carries a computed reason."""
+    return [
+        f"- {r['mechanism']} `{canonical_json(r['params'])}`: {r['at_chance_reason']}"
+        for r in rows
+        if r["attack"] is None and r.get("at_chance_reason")
+    ]
+
+
 def _first_metric(rows: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
     """`name` from the utility row if it has it, else from the first row that does."""
     ordered = sorted(rows, key=lambda r: r["attack"] is not None)
@@ -160,6 +169,9 @@ def leaderboard_markdown(
                 "",
                 *tuned,
             ]
+        reasons = _chance_reason_lines(task_rows)
+        if reasons:
+            lines += ["", "Why rows are at chance (from the task's unprotected row):", "", *reasons]
         bounds = _bound_lines(task_rows)
         if bounds:
             lines += [
