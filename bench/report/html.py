@@ -119,8 +119,17 @@ def _row_view(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> dict[s
     }
 
 
+# Multi-panel figures, shown at the page's width rather than as a thumbnail.
+WIDE_PLOTS = frozenset({"reconstructions", "dfil_bounds", "ssim_vs_radius", "lipschitz_vs_alpha"})
+
+
+def _plot_suffix(task: str, name: str) -> str:
+    """What follows plots/<task> in a plot's file name ("" for the task's main scatter)."""
+    return name[len(_safe_name(task)) :].removesuffix(".png").lstrip("_")
+
+
 def _plot_caption(task: str, name: str) -> str:
-    suffix = name[len(_safe_name(task)) :].removesuffix(".png").lstrip("_")
+    suffix = _plot_suffix(task, name)
     captions = {
         "": "secondary view: utility against the worst-case attack MSE (log scale)",
         "frontier": "privacy-utility frontier",
@@ -131,7 +140,7 @@ def _plot_caption(task: str, name: str) -> str:
     return captions.get(suffix, suffix.replace("_", " "))
 
 
-def _task_plots(out_dir: Path, task: str) -> list[dict[str, str]]:
+def _task_plots(out_dir: Path, task: str) -> list[dict[str, Any]]:
     """The PNGs under plots/ that belong to `task` (plots/<task>.png, plots/<task>_*.png)."""
     stem = _safe_name(task)
     files = sorted(
@@ -139,11 +148,25 @@ def _task_plots(out_dir: Path, task: str) -> list[dict[str, str]]:
         for p in (out_dir / "plots").glob(f"{stem}*.png")
         if p.stem == stem or p.stem.startswith(f"{stem}_")
     )
-    # The frontier (one privacy axis: SSIM / top-1) first, the MSE scatter, a secondary view,
-    # last.
-    suffix_order = {"frontier": 0, "reconstructions": 1, "": 3}
-    files.sort(key=lambda n: suffix_order.get(n[len(stem) :].removesuffix(".png").lstrip("_"), 2))
-    return [{"path": f"plots/{name}", "caption": _plot_caption(task, name)} for name in files]
+    # The frontier (one privacy axis: SSIM / top-1) first, then the papers' own sweeps, the
+    # reconstructions, and the MSE scatter, a secondary view, last.
+    suffix_order = {"frontier": 0, "reconstructions": 2, "": 4}
+    paper_sweeps = WIDE_PLOTS - {"reconstructions"}
+    files.sort(
+        key=lambda n: (
+            1
+            if _plot_suffix(task, n) in paper_sweeps
+            else suffix_order.get(_plot_suffix(task, n), 3)
+        )
+    )
+    return [
+        {
+            "path": f"plots/{name}",
+            "caption": _plot_caption(task, name),
+            "wide": _plot_suffix(task, name) in WIDE_PLOTS,
+        }
+        for name in files
+    ]
 
 
 def write_frontier_plots(
