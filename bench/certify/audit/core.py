@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
+from bench.certify.audit.label_only import audit_label_only, is_leave_one_out_access
 from bench.certify.audit.pairs import InputPair, domain_pairs, parse_norm, radius_pairs
 from bench.certify.audit.power import (
     AuditPlan,
@@ -48,6 +49,7 @@ from bench.certify.audit.power import (
     plan_at,
     planned_draws,
 )
+from bench.certify.audit.ptr import audit_ptr, is_ptr_mechanism
 from bench.certify.audit.result import AuditResult, audit_generator
 from bench.certify.audit.thresholds import best_threshold
 from bench.errors import MechanismOutputError
@@ -304,6 +306,34 @@ def audit_mechanism(
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     claim = _claim(mechanism)
+    if is_ptr_mechanism(mechanism, claim[4]):  # its own two tests (ptr.py)
+        return audit_ptr(
+            mechanism,
+            task,
+            seed,
+            claim,
+            n_draws=n_draws,
+            n_select=n_select,
+            max_cost=max_cost,
+            ratio=ratio,
+            target_power=target_power,
+            confidence=confidence,
+            n_random=n_random,
+            n_worst=n_worst,
+        )
+    if is_leave_one_out_access(mechanism, claim[0]):  # its keep rate (label_only.py)
+        return audit_label_only(
+            mechanism,
+            task,
+            seed,
+            claim,
+            n_draws=n_draws,
+            n_select=n_select,
+            max_cost=max_cost,
+            ratio=ratio,
+            target_power=target_power,
+            confidence=confidence,
+        )
     reason = _skip_reason(task, claim)
     if reason is not None:
         return _unaudited(name, claim, reason)
