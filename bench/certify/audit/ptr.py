@@ -66,6 +66,10 @@ SELECT_FRACTION = 16
 UNITS_PER_VALUE = 100
 ASCENT_STEPS = 60
 ANCHORS = 1  # test inputs whose embeddings anchor the pairs
+# New certified MILPs the audit may spend settling phi (the mechanism's own time / node
+# limits bound each): inside the fit-time region certificate none are needed; outside, a
+# partner that would need more is left out rather than the job made minutes slower.
+MILP_BUDGET = 1
 
 
 def is_ptr_mechanism(mechanism: Mechanism, distance: str | None) -> bool:
@@ -94,30 +98,50 @@ class PTRModel:
     The test releases iff r_top > 2 (t0 - Z) or t0 - Z < 0 (ptr.ptr_test's single decision
     at the first grid point above 2 (t0 - Z), for a memoised monotone certifier)."""
 
-    def __init__(self, mechanism: Any) -> None:
+    def __init__(self, mechanism: Any, milp_budget: int = 0) -> None:
         cfg = mechanism.cfg
         self.mechanism = mechanism
+        self.milp_budget, self.milps_used = milp_budget, 0
         self.threshold = math.log(1.0 / cfg.delta) * cfg.radius / cfg.eps  # Alg. 1, step 3
         self.test_noise = NoiseModel("laplace", laplace_scale(cfg.eps, cfg.radius))
         self.release_noise: NoiseModel = mechanism.noise()
 
     @torch.no_grad()
-    def side(self, z: torch.Tensor) -> Side:
-        """z (d,) float32 -> its Side, phi by bisection on the mechanism's own certifier (its
-        decisions are memoised there, so release() agrees with them afterwards)."""
-        mech = self.mechanism
+    def side(self, z: torch.Tensor) -> Side | None:
+        """z (d,) float32 -> its Side, phi from the mechanism's own memoised certifier (so
+        release() agrees with it afterwards): the top grid point first (inside the fit-time
+        region certificate it settles phi at once), then a bisection. A decision not yet
+        memoised is made only while the audit's MILP budget lasts (a decision runs at most
+        one MILP); None when the budget is spent before phi is settled."""
+        mech, cfg = self.mechanism, self.mechanism.cfg
         z64 = z.detach().double().numpy()
-        cert, cfg = mech.certifier(z64), mech.cfg
-        if not cert.feasible(0):
-            r_top = -math.inf
-        elif cert.feasible(cfg.last):
+        cert = mech.certifier(z64)
+
+        def feasible(j: int) -> bool | None:
+            if cert.true_up_to < j < cert.false_from and self.milps_used >= self.milp_budget:
+                return None
+            before = cert.milps
+            answer = bool(cert.feasible(j))
+            self.milps_used += cert.milps - before
+            return answer
+
+        top = feasible(cfg.last)
+        if top is None:
+            return None
+        if top:
             r_top = cfg.grid_radius(cfg.last)
         else:
+            bottom = feasible(0)
+            if bottom is None:
+                return None
             lo, hi = 0, cfg.last  # feasible(lo), not feasible(hi)
-            while hi - lo > 1:
+            while bottom and hi - lo > 1:
                 mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if cert.feasible(mid) else (lo, mid)
-            r_top = cfg.grid_radius(lo)
+                answer = feasible(mid)
+                if answer is None:
+                    return None
+                lo, hi = (mid, hi) if answer else (lo, mid)
+            r_top = cfg.grid_radius(lo) if bottom else -math.inf
         return Side(z64, mech.f(z.float().unsqueeze(0))[0], r_top)
 
     def draw(self, side: Side, m: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -128,21 +152,30 @@ class PTRModel:
         return (t < 0) | (side.r_top > 2 * t), values
 
 
-def replay_matches(mechanism: Mechanism, model: PTRModel, x: torch.Tensor, seed: int) -> bool:
-    """release() of `x` REPLAY_DRAWS times and the model on g(x) with the same generator
-    give the same ⊥ decisions and the same values (float tolerance)."""
+def replay(mechanism: Mechanism, model: PTRModel, x: torch.Tensor, seed: int) -> Side | str:
+    """The anchor side g(x), after checking that release() of `x` REPLAY_DRAWS times and
+    the model with the same generator give the same ⊥ decisions and values (float
+    tolerance); or why not."""
     batch = x.expand(REPLAY_DRAWS, *x.shape).clone()
     with torch.no_grad():
         z = mechanism.vae(batch)[0]  # type: ignore[attr-defined]
     side = model.side(z)
+    if side is None:
+        return f"phi of the anchor embedding needs more than {model.milp_budget} MILPs"
     real = mechanism.release(batch, audit_generator(seed, "ptr/replay"))
     released, values = model.draw(side, REPLAY_DRAWS, audit_generator(seed, "ptr/replay"))
-    if not torch.equal(real.released.bool(), released):
-        return False
     kept = real.values[released].float()
-    return kept.shape == values[released].shape and torch.allclose(
-        kept, values[released], rtol=1e-4, atol=1e-5
-    )
+    if not (
+        torch.equal(real.released.bool(), released)
+        and kept.shape == values[released].shape
+        and torch.allclose(kept, values[released], rtol=1e-4, atol=1e-5)
+    ):
+        return (
+            "release() does not reproduce the PTR model read from the mechanism's cfg, "
+            "noise() and certifier (replay check): the vectorised audit would test another "
+            "mechanism"
+        )
+    return side
 
 
 @dataclass(frozen=True)
@@ -189,22 +222,24 @@ def _partner(z0: torch.Tensor, s: torch.Tensor, radius: float) -> torch.Tensor:
 
 
 def candidates(
-    model: PTRModel, anchors: torch.Tensor, radius: float, n_random: int, n_worst: int, seed: int
+    model: PTRModel, anchors: list[Side], radius: float, n_random: int, n_worst: int, seed: int
 ) -> list[Candidate]:
-    """The pairs around each anchor embedding and the step test each one admits."""
+    """The pairs around each anchor embedding and the step test each one admits (pairs
+    whose partner's phi the MILP budget cannot settle are left out)."""
     mech: Any = model.mechanism
     gen = audit_generator(seed, "ptr/pairs")
     out: list[Candidate] = []
-    for z0 in anchors:
+    for first in anchors:
+        z0 = torch.from_numpy(first.z).float()
         directions = [
             torch.where(torch.rand(z0.shape, generator=gen) < 0.5, -1.0, 1.0)
             for _ in range(n_random)
         ]
         directions += [_worst_direction(mech.f, z0, radius, gen) for _ in range(n_worst)]
-        first = model.side(z0)
         for s in directions:
-            z1 = _partner(z0, s, radius)
-            a, b = first, model.side(z1)
+            a, b = first, model.side(_partner(z0, s, radius))
+            if b is None:
+                continue
             distance = float(np.abs(b.z - a.z).max())
             if a.r_top == b.r_top and a.r_top > 0 and not torch.equal(a.out, b.out):
                 scale = model.release_noise.scale
@@ -287,19 +322,11 @@ def audit_ptr(
     gen = audit_generator(seed, "ptr/anchors")
     index = torch.randperm(len(test_x), generator=gen)[:ANCHORS]
     x = test_x[index].float()
-    model = PTRModel(mechanism)
-    if not replay_matches(mechanism, model, x[0], seed):
-        return result(
-            audited=False,
-            reason=(
-                "release() does not reproduce the PTR model read from the mechanism's cfg, "
-                "noise() and certifier (replay check): the vectorised audit would test "
-                "another mechanism"
-            ),
-        )
-    with torch.no_grad():
-        anchors = mechanism.vae(x)  # type: ignore[attr-defined]
-    cands = candidates(model, anchors, float(radius), n_random, n_worst, seed)
+    model = PTRModel(mechanism, MILP_BUDGET)
+    anchor = replay(mechanism, model, x[0], seed)
+    if isinstance(anchor, str):
+        return result(audited=False, reason=anchor)
+    cands = candidates(model, [anchor], float(radius), n_random, n_worst, seed)
     k = _loss_coordinates(cands)
     if n_draws is not None:
         plan = plan_at("laplace", step_eps, 0.0, n_draws, ratio=ratio, alpha=alpha, coordinates=k)
@@ -337,7 +364,10 @@ def audit_ptr(
     if best is None:
         return result(
             eps_lb=0.0,
-            reason="no embedding pair within R differs in phi or (at equal phi > 0) in f",
+            reason=(
+                "no embedding pair within R differs in phi or (at equal phi > 0) in f, of "
+                f"those whose phi {MILP_BUDGET} MILPs could settle"
+            ),
             **power_fields,
         )
     _, c, threshold = best
