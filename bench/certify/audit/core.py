@@ -35,14 +35,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 import torch
-from scipy.stats import norm
 
-from bench.certify.audit.bounds import clopper_pearson_upper, eps_detectable, eps_lower_bound
+from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
+from bench.certify.audit.label_only import audit_label_only, is_leave_one_out_access
 from bench.certify.audit.pairs import InputPair, domain_pairs, parse_norm, radius_pairs
 from bench.certify.audit.power import (
     AuditPlan,
@@ -51,8 +49,10 @@ from bench.certify.audit.power import (
     plan_at,
     planned_draws,
 )
+from bench.certify.audit.ptr import audit_ptr, is_ptr_mechanism
+from bench.certify.audit.result import AuditResult, audit_generator
+from bench.certify.audit.thresholds import best_threshold
 from bench.errors import MechanismOutputError
-from bench.hashing import derive_seed
 from bench.protocols import Mechanism, Task
 
 AUDITED_NOTIONS = frozenset({"ip", "ldp", "reconstruction"})
@@ -67,67 +67,7 @@ DEFAULT_COST = 1.2e10
 CHUNK_VALUES = 1 << 22  # input + release values per release call: memory stays ~20 MB
 SELECT_FRACTION = 16  # selection draws per pair and side: n_draws / 16 (at least MIN_SELECT)
 MIN_SELECT = 50_000
-
-
-@dataclass(frozen=True)
-class AuditResult:
-    """Outcome of one audit. `passed` is False only when eps_lb > claimed_eps; a claim the
-    audit cannot test (`audited` False, `reason` says why) passes without an eps_lb."""
-
-    mechanism: str
-    notion: str
-    claimed_eps: float | None
-    delta: float
-    radius: float | None
-    audited: bool
-    passed: bool
-    eps_lb: float | None = None
-    eps_detectable: float | None = None
-    confidence: float = 0.95
-    n_pairs: int = 0
-    n_select: int = 0
-    n_draws: int = 0
-    pair: str = ""
-    statistic: str = ""
-    threshold: float | None = None
-    fpr: float | None = None
-    fnr: float | None = None
-    eps_ideal: float | None = None  # bound on a mechanism exactly at its claim (power.py)
-    power: float | None = None  # chance of refuting a mechanism at `ratio` x the claim
-    ratio: float = 1.25
-    mu_gdp: float | None = None  # Gaussian-DP diagnostic: a point estimate, not a bound
-    eps_gdp: float | None = None  # eps at delta of mu_gdp-GDP
-    seconds: float = 0.0
-    reason: str = ""
-
-    def verdict(self) -> str:
-        """A few words: "eps_lb 0.41 <= claimed eps 1", or why nothing was audited."""
-        if not self.audited:
-            return f"not audited: {self.reason}"
-        relation = "<=" if self.passed else ">"
-        return f"eps_lb {self.eps_lb:.3g} {relation} claimed eps {self.claimed_eps:.4g}"
-
-    def summary(self) -> str:
-        """One line for reports: the verdict, the confidence and how it was obtained."""
-        if not self.audited or self.n_draws == 0:
-            return self.verdict() + (f" ({self.reason})" if self.audited else "")
-        gdp = "" if self.eps_gdp is None else f" (eps {self.eps_gdp:.3g})"
-        return (
-            f"{self.verdict()}{'' if self.passed else ' (FAIL)'} at "
-            f"{self.confidence:.0%} confidence; {self.n_pairs} pairs x 2 x {self.n_select} "
-            f"selection draws, 2 x {self.n_draws} evaluation draws on the {self.pair} with the "
-            f"{self.statistic} test (FPR {self.fpr:.2g}, FNR {self.fnr:.2g}); power: "
-            f"{self.power:.0%} against {self.ratio:g}x the claim, bound on a mechanism at "
-            f"the claim {self.eps_ideal:.3g}, perfect-test ceiling {self.eps_detectable:.3g}; "
-            f"GDP diagnostic mu {self.mu_gdp:.3g}{gdp}; {self.seconds:.1f} s"
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _generator(seed: int, purpose: str) -> torch.Generator:
-    return torch.Generator().manual_seed(derive_seed(seed, f"audit/{purpose}"))
+_generator = audit_generator
 
 
 def _flat_releases(
@@ -216,69 +156,6 @@ def distinguishers(
         if len(v) == release_dim and torch.count_nonzero(v) > 0:
             out["mean-difference"] = lambda y: y @ v
     return out
-
-
-def _candidate_thresholds(s0: np.ndarray, s1: np.ndarray, per_tail: int = 600) -> np.ndarray:
-    """Observed scores to try as thresholds: every one of the `per_tail` most extreme at each
-    end of both sorted samples (where the bound is decided), and geometrically spaced order
-    statistics further in, so the search costs O(per_tail) bounds however many draws."""
-    picks = []
-    for s in (s0, s1):
-        n = len(s)
-        steps = np.unique(np.geomspace(1, max(n, 1), per_tail).astype(np.int64)) - 1
-        index = np.unique(np.concatenate([np.arange(min(per_tail, n)), steps]))
-        picks += [s[index], s[n - 1 - index]]
-    return np.unique(np.concatenate(picks))
-
-
-def _gaussian_threshold(
-    s0: np.ndarray, s1: np.ndarray, delta: float, alpha: float, n_eval: int
-) -> tuple[float, float]:
-    """For a projection of additive Gaussian noise (a Gaussian score on each side): the
-    threshold best for normals fitted to the selection scores. The bound is decided far in
-    a tail the selection draws barely reach, where a fitted normal is steadier than counts;
-    the threshold is still a function of the selection draws only, so the bound stays valid
-    whatever the noise really is."""
-    m0, sd0, m1, sd1 = s0.mean(), s0.std(), s1.mean(), s1.std()
-    if not (sd0 > 0 and sd1 > 0):
-        return best_threshold(s0, s1, delta, alpha, n_eval)
-    lo, hi = min(m0, m1), max(m0, m1)
-    spread = max(sd0, sd1)
-    t = np.linspace(lo - 9 * spread, hi + 9 * spread, 4001)
-    fpr, fnr = norm.sf((t - m0) / sd0), norm.cdf((t - m1) / sd1)
-    bounds = eps_lower_bound(fpr * n_eval, n_eval, fnr * n_eval, n_eval, delta, alpha)
-    i = int(np.argmax(bounds))
-    return float(t[i]), float(bounds[i])
-
-
-def best_threshold(
-    s0: np.ndarray,
-    s1: np.ndarray,
-    delta: float,
-    alpha: float,
-    n_eval: int | None = None,
-    gaussian: bool = False,
-) -> tuple[float, float]:
-    """The threshold t of the test "score > t means x1" whose error rates on these draws
-    promise the largest eps bound from `n_eval` evaluation draws per side (candidates: the
-    observed scores of `_candidate_thresholds`), and that bound. Rates are one-sigma upper
-    bounds, so a tail the selection draws barely reached is not taken for a perfect test.
-    `gaussian`: the score is Gaussian on each side (`_gaussian_threshold`)."""
-    if gaussian and n_eval is not None and np.isfinite(s0).all() and np.isfinite(s1).all():
-        return _gaussian_threshold(s0, s1, delta, alpha, n_eval)
-    s0, s1 = np.sort(s0), np.sort(s1)
-    candidates = _candidate_thresholds(s0, s1)
-    false_pos = len(s0) - np.searchsorted(s0, candidates, side="right")
-    false_neg = np.searchsorted(s1, candidates, side="right")
-    if n_eval is None:
-        bounds = eps_lower_bound(false_pos, len(s0), false_neg, len(s1), delta, alpha)
-    else:
-        # One-sigma upper bounds on the selection rates: a thin tail promises little.
-        fpr = clopper_pearson_upper(false_pos, len(s0), 0.16)
-        fnr = clopper_pearson_upper(false_neg, len(s1), 0.16)
-        bounds = eps_lower_bound(fpr * n_eval, n_eval, fnr * n_eval, n_eval, delta, alpha)
-    i = int(np.argmax(bounds))
-    return float(candidates[i]), float(bounds[i])
 
 
 def _claim(mechanism: Mechanism) -> tuple[str, float | None, float, float | None, str | None]:
@@ -429,6 +306,34 @@ def audit_mechanism(
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     claim = _claim(mechanism)
+    if is_ptr_mechanism(mechanism, claim[4]):  # its own two tests (ptr.py)
+        return audit_ptr(
+            mechanism,
+            task,
+            seed,
+            claim,
+            n_draws=n_draws,
+            n_select=n_select,
+            max_cost=max_cost,
+            ratio=ratio,
+            target_power=target_power,
+            confidence=confidence,
+            n_random=n_random,
+            n_worst=n_worst,
+        )
+    if is_leave_one_out_access(mechanism, claim[0]):  # its keep rate (label_only.py)
+        return audit_label_only(
+            mechanism,
+            task,
+            seed,
+            claim,
+            n_draws=n_draws,
+            n_select=n_select,
+            max_cost=max_cost,
+            ratio=ratio,
+            target_power=target_power,
+            confidence=confidence,
+        )
     reason = _skip_reason(task, claim)
     if reason is not None:
         return _unaudited(name, claim, reason)

@@ -1,0 +1,246 @@
+"""Audit of label-only iDP access's own randomised test: the exponential mechanism's keep rate
+(LUCID, seed 003: `lucid`, `naive-idp`, `naive-noise`; mechanisms/label_only/).
+
+The claim is eps-iDP over the leave-one-out neighbours D' = D \\ {d_i} of the training set.
+Lemma 3.2 (seed 003) proves it by comparing, on a query x, the exponential mechanism with
+utility 1 for N's label (trained on D) and the same mechanism with utility 1 for N_i's
+label (trained on D'). Where the two labels differ, the audit draws both sides:
+- D: the fitted mechanism's own release() of x (its noise decision, its exponential
+  mechanism), each draw from a fresh per-input memory, i.e. a fresh run of the mechanism;
+  an input it fails to noise answers N's label always and is refuted at once;
+- D': the same mechanism serving N_i and noising x (N is a neighbour of D' that disagrees
+  with N_i on x, so every one of these mechanisms noises x there).
+The test "the answer is N's label" turns the two keep rates into eps_lb (Clopper-Pearson,
+bounds.py). Sizes are planned from the claim: the exponential mechanism whose loss on such
+a pair is exactly ratio x eps (keep weight e^(ratio eps)) must be refuted in >= 95% of seeds.
+LUCID's mechanism keeps with weight e^(eps / 2), and the normaliser e^(eps / 2) + k - 1 is
+the same on both sides, so its loss here is eps / 2: a correct mechanism's eps_lb sits near
+eps / 2, below `eps_ideal` (the bound for a mechanism exactly at its claim).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
+from bench.certify.audit.power import ScoreModel, detection_power, gdp_mu_estimate, ideal_bound
+from bench.certify.audit.result import AuditResult, audit_generator
+from bench.protocols import Mechanism, Task
+
+ATTRIBUTES = ("stacked", "arch", "model", "memory", "num_classes")
+# Draws per side the planner tries: keep rates are not tail events, so fewer than core.py's.
+LADDER = (2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
+CHUNK = 8192
+MAX_PAIRS = 3
+UNIFORM_CANDIDATES = 2000
+SELECT_FRACTION = 8
+MIN_SELECT = 1000
+
+
+def is_leave_one_out_access(mechanism: Mechanism, notion: str) -> bool:
+    """Label-only iDP access over stacked leave-one-out networks (lucid.LeaveOneOutAccess)."""
+    return notion == "idp" and all(hasattr(mechanism, a) for a in ATTRIBUTES)
+
+
+class _Fresh(dict):
+    """A per-input memory that remembers nothing: each draw is a fresh run of the mechanism
+    (the memory defends repeated queries; the claim is about one answer's law)."""
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        return default
+
+
+class _Member(nn.Module):
+    """Network i of a stack, callable like a module."""
+
+    def __init__(self, arch: nn.Module, params: dict[str, torch.Tensor]) -> None:
+        super().__init__()
+        self.arch, self.params = arch, params
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.arch, self.params, (x,))
+
+
+def keep_model(eps: float, num_classes: int) -> ScoreModel:
+    """The exponential mechanism whose loss on a disagreeing pair is exactly eps, through the
+    test "answer = N's label": P_D = w / (w + k - 1), P_D' = 1 / (w + k - 1), w = e^eps."""
+    w = math.exp(eps)
+    total = w + num_classes - 1
+    return ScoreModel(
+        fpr=lambda t: np.full(np.shape(t), 1.0 / total),
+        fnr=lambda t: np.full(np.shape(t), 1.0 - w / total),
+        thresholds=np.zeros(1),
+    )
+
+
+def _neighbour(mechanism: Any, member: int) -> Any:
+    """The mechanism on D' = D \\ {d_member}: serving N_member, noising every query."""
+    other = copy.copy(mechanism)
+    other.model = _Member(mechanism.arch, {k: v[member] for k, v in mechanism.stacked.items()})
+    other.needs_noise = lambda x, logits: torch.ones(len(x), dtype=torch.bool)
+    other.memory = _Fresh()
+    return other
+
+
+def _labels(mechanism: Any, x: torch.Tensor) -> torch.Tensor:
+    """(networks, N) labels of every stacked network."""
+    stacked = mechanism.stacked
+    n = next(iter(stacked.values())).shape[0]
+    with torch.no_grad():
+        return torch.stack(
+            [
+                _Member(mechanism.arch, {k: v[i] for k, v in stacked.items()})(x).argmax(1)
+                for i in range(n)
+            ]
+        )
+
+
+def disagreeing_pairs(mechanism: Any, task: Task, seed: int) -> list[tuple[torch.Tensor, int]]:
+    """Up to MAX_PAIRS (query, i) with N_i's label != N's: test records, and uniform points
+    of [0, 1]^d when the records have no one-hot groups (so every query is a valid record
+    the mechanism answers as is); distinct queries, in a seeded order."""
+    x = task.splits().test.x.float()
+    gen = audit_generator(seed, "label/pairs")
+    if not getattr(mechanism, "groups", ()):
+        x = torch.cat([x, torch.rand(UNIFORM_CANDIDATES, *x.shape[1:], generator=gen)])
+    x = x[torch.randperm(len(x), generator=gen)]
+    labels = _labels(mechanism, x)
+    differ = labels[1:] != labels[0]
+    pairs = []
+    for j in differ.any(0).nonzero().squeeze(1).tolist()[:MAX_PAIRS]:
+        pairs.append((x[j], int(differ[:, j].nonzero()[0, 0]) + 1))
+    return pairs
+
+
+def _keeps(mechanism: Any, x: torch.Tensor, label: int, n: int, gen: torch.Generator) -> np.ndarray:
+    """1.0 where a release of x answers `label`, for n fresh releases."""
+    parts = []
+    for start in range(0, n, CHUNK):
+        m = min(CHUNK, n - start)
+        release = mechanism.release(x.expand(m, *x.shape).clone(), gen)
+        parts.append((release.values.argmax(1) == label).double().numpy())
+    return np.concatenate(parts)
+
+
+def _draws(mechanism: Any, pair: tuple[torch.Tensor, int], n: int, seed: int, tag: str):
+    """Keep indicators (D' side, D side) of `pair`, each from n fresh releases."""
+    x, member = pair
+    label = int(_labels(mechanism, x.unsqueeze(0))[0, 0])
+    saved = mechanism.memory
+    mechanism.memory = _Fresh()
+    try:
+        own = _keeps(mechanism, x, label, n, audit_generator(seed, f"label/{tag}/1"))
+    finally:
+        mechanism.memory = saved
+    other = _keeps(
+        _neighbour(mechanism, member), x, label, n, audit_generator(seed, f"label/{tag}/0")
+    )
+    return other, own
+
+
+def plan_keep(
+    eps: float, k: int, ratio: float, target: float, alpha: float, cap: int, fixed: int | None
+) -> tuple[int, float, float]:
+    """(n, power against ratio x eps, ideal bound at the claim) on LADDER (or `fixed`)."""
+    alt, at = keep_model(ratio * eps, k), keep_model(eps, k)
+    ladder = [fixed] if fixed is not None else [n for n in LADDER if n <= cap] or [LADDER[0]]
+    for n in ladder:
+        power = detection_power(alt, n, eps, 0.0, alpha)
+        if power >= target:
+            break
+    return n, power, min(eps, ideal_bound(at, n, 0.0, alpha))
+
+
+def audit_label_only(
+    mechanism: Mechanism,
+    task: Task,
+    seed: int,
+    claim: tuple,
+    *,
+    n_draws: int | None,
+    n_select: int | None,
+    max_cost: float,
+    ratio: float,
+    target_power: float,
+    confidence: float,
+) -> AuditResult:
+    """Audit the keep rate of a label-only iDP mechanism (module docstring)."""
+    start = time.perf_counter()
+    name = getattr(type(mechanism), "name", type(mechanism).__name__)
+    notion, eps, delta, radius, _ = claim
+    mech: Any = mechanism
+
+    def result(**fields: Any) -> AuditResult:
+        fields.setdefault("audited", True)
+        fields.setdefault("passed", True)
+        return AuditResult(
+            name, notion, eps, delta, radius, seconds=time.perf_counter() - start, **fields
+        )
+
+    if eps is None or not math.isfinite(eps) or eps <= 0:
+        return result(
+            audited=False,
+            reason=(
+                f"eps {eps}: the exponential mechanism answers noised queries uniformly, a "
+                "0-iDP claim no keep rate can be refuted against with planned power (1.25 x 0 "
+                "is the claim itself)"
+            ),
+        )
+    alpha = 1.0 - confidence
+    k = int(mech.num_classes)
+    networks = next(iter(mech.stacked.values())).shape[0]
+    weights = sum(v[0].numel() for v in mech.stacked.values())
+    per_draw = networks * weights  # the most a draw costs: naive-idp runs every network
+    pairs = disagreeing_pairs(mech, task, seed)
+    selection = 2 * max(1, len(pairs)) / SELECT_FRACTION
+    cap = int(max_cost / (per_draw * (2 + selection)))
+    n_eval, power, ideal = plan_keep(eps, k, ratio, target_power, alpha, cap, n_draws)
+    n_sel = n_select if n_select is not None else max(MIN_SELECT, n_eval // SELECT_FRACTION)
+    power_fields: dict[str, Any] = {
+        "eps_ideal": ideal,
+        "power": power,
+        "ratio": ratio,
+        "n_select": n_sel,
+        "n_pairs": len(pairs),
+        "confidence": confidence,
+        "eps_detectable": eps_detectable(n_eval, n_eval, delta, alpha),
+    }
+    if not pairs:
+        return result(
+            eps_lb=0.0,
+            reason="no leave-one-out network disagrees with N on the candidate queries",
+            **power_fields,
+        )
+    best: tuple[float, int] | None = None
+    for i, pair in enumerate(pairs):
+        s0, s1 = _draws(mech, pair, n_sel, seed, f"sel/{i}")
+        fp, fn = int((s0 > 0).sum()), int((s1 <= 0).sum())
+        bound = float(eps_lower_bound(fp, n_sel, fn, n_sel, delta, alpha))
+        if best is None or bound > best[0]:
+            best = (bound, i)
+    assert best is not None
+    i = best[1]
+    e0, e1 = _draws(mech, pairs[i], n_eval, seed, "eval")
+    false_pos, false_neg = int((e0 > 0).sum()), int((e1 <= 0).sum())
+    eps_lb = float(eps_lower_bound(false_pos, n_eval, false_neg, n_eval, delta, alpha))
+    return result(
+        passed=eps_lb <= eps,
+        eps_lb=eps_lb,
+        n_draws=n_eval,
+        pair=f"query with N_{pairs[i][1]} disagreeing (pair {i + 1} of {len(pairs)})",
+        statistic="keep rate (answer = N's label; Lemma 3.2 exponential mechanism)",
+        threshold=0.0,
+        fpr=false_pos / n_eval,
+        fnr=false_neg / n_eval,
+        mu_gdp=gdp_mu_estimate(false_pos / n_eval, false_neg / n_eval, n_eval),
+        eps_gdp=None,
+        **power_fields,
+    )

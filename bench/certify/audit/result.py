@@ -1,0 +1,74 @@
+"""The audit's result record and its seeded generators, shared by the input-space audit
+(core.py) and the audits of mechanisms' own randomised tests (ptr.py, label_only.py)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from bench.hashing import derive_seed
+
+
+def audit_generator(seed: int, purpose: str) -> torch.Generator:
+    """The generator of one part of an audit: a fixed function of the seed and the purpose,
+    so every part draws the same numbers on every machine and in every order."""
+    return torch.Generator().manual_seed(derive_seed(seed, f"audit/{purpose}"))
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Outcome of one audit. `passed` is False only when eps_lb > claimed_eps; a claim the
+    audit cannot test (`audited` False, `reason` says why) passes without an eps_lb."""
+
+    mechanism: str
+    notion: str
+    claimed_eps: float | None
+    delta: float
+    radius: float | None
+    audited: bool
+    passed: bool
+    eps_lb: float | None = None
+    eps_detectable: float | None = None
+    confidence: float = 0.95
+    n_pairs: int = 0
+    n_select: int = 0
+    n_draws: int = 0
+    pair: str = ""
+    statistic: str = ""
+    threshold: float | None = None
+    fpr: float | None = None
+    fnr: float | None = None
+    eps_ideal: float | None = None  # bound on a mechanism exactly at its claim (power.py)
+    power: float | None = None  # chance of refuting a mechanism at `ratio` x the claim
+    ratio: float = 1.25
+    mu_gdp: float | None = None  # Gaussian-DP diagnostic: a point estimate, not a bound
+    eps_gdp: float | None = None  # eps at delta of mu_gdp-GDP
+    seconds: float = 0.0
+    reason: str = ""
+
+    def verdict(self) -> str:
+        """A few words: "eps_lb 0.41 <= claimed eps 1", or why nothing was audited."""
+        if not self.audited:
+            return f"not audited: {self.reason}"
+        relation = "<=" if self.passed else ">"
+        return f"eps_lb {self.eps_lb:.3g} {relation} claimed eps {self.claimed_eps:.4g}"
+
+    def summary(self) -> str:
+        """One line for reports: the verdict, the confidence and how it was obtained."""
+        if not self.audited or self.n_draws == 0:
+            return self.verdict() + (f" ({self.reason})" if self.audited else "")
+        gdp = "" if self.eps_gdp is None else f" (eps {self.eps_gdp:.3g})"
+        return (
+            f"{self.verdict()}{'' if self.passed else ' (FAIL)'} at "
+            f"{self.confidence:.0%} confidence; {self.n_pairs} pairs x 2 x {self.n_select} "
+            f"selection draws, 2 x {self.n_draws} evaluation draws on the {self.pair} with the "
+            f"{self.statistic} test (FPR {self.fpr:.2g}, FNR {self.fnr:.2g}); power: "
+            f"{self.power:.0%} against {self.ratio:g}x the claim, bound on a mechanism at "
+            f"the claim {self.eps_ideal:.3g}, perfect-test ceiling {self.eps_detectable:.3g}; "
+            f"GDP diagnostic mu {self.mu_gdp:.3g}{gdp}; {self.seconds:.1f} s"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
