@@ -9,16 +9,14 @@ Trees on the others, as bench.certify.fisher.bounds and mechanisms.dfil.mechanis
 
 from __future__ import annotations
 
-import io
 import json
-import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE, _safe_name
+from bench.report.labels import WORST_CASE
+from bench.report.plots import panel_figure, write_task_plots
 
 SWEEP = "inv_dfil"
 UNBIASED = "optimization"
@@ -101,33 +99,17 @@ def _draw_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
 
 def dfil_bounds_png(task: str, panels: dict[PanelKey, list[dict[str, Any]]]) -> bytes:
     """One figure: a log-log panel of attack MSE vs 1/dFIL with both bounds per sweep."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     keys = sorted(panels)
-    cols = min(3, len(keys))
-    n_rows = math.ceil(len(keys) / cols)
-    fig = Figure(figsize=(4.6 * cols, 3.8 * n_rows), dpi=100)
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(n_rows, cols, squeeze=False)
-    for ax, key in zip(axes.flat, keys, strict=False):
-        _draw_panel(ax, _title(key, keys), panels[key])
-    for ax in list(axes.flat)[len(keys) :]:
-        ax.set_visible(False)
-    fig.suptitle(f"{task}: attack MSE vs 1/dFIL", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.96))
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
+    return panel_figure(
+        f"{task}: attack MSE vs 1/dFIL",
+        [(_title(key, keys), panels[key]) for key in keys],
+        _draw_panel,
+        cols=3,
+        panel_size=(4.6, 3.8),
+    )
 
 
 def write_dfil_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
     """Write plots/<task>_dfil_bounds.png under `out_dir` for every task with an `inv_dfil`
     sweep among `rows`; returns the paths written (none when no row sweeps 1/dFIL)."""
-    written = []
-    for task, panels in sorted(_panels(rows).items()):
-        path = Path(out_dir) / "plots" / f"{_safe_name(task)}_dfil_bounds.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, dfil_bounds_png(task, panels))
-        written.append(path)
-    return written
+    return write_task_plots(out_dir, "dfil_bounds", _panels(rows), dfil_bounds_png)

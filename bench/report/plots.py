@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import io
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.fsutil import atomic_write
 from bench.report.labels import (
     _by_config,
+    _safe_name,
     _worst_case,
     mechanism_colours,
     privacy_label,
@@ -159,6 +164,52 @@ def reconstruction_grid_png(task: str, entries: list[tuple[str, np.ndarray, np.n
         axes[r][0].set_ylabel(label, rotation=0, ha="right", va="center", fontsize=9)
     fig.suptitle(f"{task}: reconstructions (seed 0)", fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def write_task_plots(
+    out_dir: Path,
+    suffix: str,
+    panels_by_task: Mapping[str, Any],
+    draw: Callable[[str, Any], bytes],
+) -> list[Path]:
+    """Write plots/<task>_<suffix>.png = draw(task, panels) under `out_dir` for each task of
+    `panels_by_task`, in task order; returns the paths written."""
+    written = []
+    for task, panels in sorted(panels_by_task.items()):
+        path = Path(out_dir) / "plots" / f"{_safe_name(task)}_{suffix}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, draw(task, panels))
+        written.append(path)
+    return written
+
+
+def panel_figure(
+    title: str,
+    panels: list[tuple[str, list[dict[str, Any]]]],
+    draw: Callable[[Any, str, list[dict[str, Any]]], None],
+    *,
+    cols: int,
+    panel_size: tuple[float, float],
+) -> bytes:
+    """A PNG of `panels` (title, rows), each drawn on its own axes by `draw`, at most `cols`
+    to a line: the layout of the papers' multi-panel sweep plots."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    cols = min(cols, len(panels))
+    n_rows = math.ceil(len(panels) / cols)
+    fig = Figure(figsize=(panel_size[0] * cols, panel_size[1] * n_rows), dpi=100)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(n_rows, cols, squeeze=False)
+    for ax, (panel_title, rows) in zip(axes.flat, panels, strict=False):
+        draw(ax, panel_title, rows)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()

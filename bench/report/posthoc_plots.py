@@ -11,17 +11,14 @@ Reads leaderboard rows only, so the committed leaderboard.json is enough to redr
 
 from __future__ import annotations
 
-import io
 import json
-import math
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE, _label_of, _safe_name, attack_labels
+from bench.report.labels import WORST_CASE, _label_of, attack_labels
+from bench.report.plots import panel_figure, write_task_plots
 
 METRIC = "local_lipschitz"
 SWEEP = "alpha"
@@ -98,38 +95,13 @@ def _draw_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
 def lipschitz_vs_alpha_png(task: str, panels: dict[PanelKey, list[dict[str, Any]]]) -> bytes:
     """One figure: per panel, grouped bars of the mean certified constant (95% CI) by alpha."""
     keys = sorted(panels)
-    return _figure(
+    return panel_figure(
         f"{task}: local Lipschitz constant vs ARL weight (Posthoc Fig. 3)",
         [(_title(key, keys), panels[key]) for key in keys],
         _draw_panel,
         cols=2,
+        panel_size=(5.2, 4.0),
     )
-
-
-def _figure(
-    title: str,
-    panels: list[tuple[str, list[dict[str, Any]]]],
-    draw: Callable[[Any, str, list[dict[str, Any]]], None],
-    cols: int,
-) -> bytes:
-    """A PNG of `panels` (title, rows) drawn by `draw`, at most `cols` to a line."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    cols = min(cols, len(panels))
-    n_rows = math.ceil(len(panels) / cols)
-    fig = Figure(figsize=(5.2 * cols, 4.0 * n_rows), dpi=100)
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(n_rows, cols, squeeze=False)
-    for ax, (panel_title, rows) in zip(axes.flat, panels, strict=False):
-        draw(ax, panel_title, rows)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.set_visible(False)
-    fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    return buf.getvalue()
 
 
 RadiusKey = tuple[str, str]  # (attack label, canonical JSON of the params but R and eps)
@@ -190,11 +162,12 @@ def _obfuscator(fixed: str) -> str:
 def ssim_vs_radius_png(task: str, panels: dict[RadiusKey, list[dict[str, Any]]]) -> bytes:
     """One figure: per attack (and obfuscator), SSIM with its 95% CI against R, a line per eps."""
     titles = {key: f"{key[0]}: {_obfuscator(key[1])}" for key in panels}
-    return _figure(
+    return panel_figure(
         f"{task}: attack SSIM vs radius R (Posthoc supplement Table 2)",
         [(titles[key], panels[key]) for key in sorted(panels)],
         _draw_radius_panel,
         cols=3,
+        panel_size=(5.2, 4.0),
     )
 
 
@@ -202,14 +175,6 @@ def write_posthoc_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]
     """Write plots/<task>_lipschitz_vs_alpha.png (rows sweeping the ARL weight) and
     plots/<task>_ssim_vs_radius.png (attack rows at >= 2 radii) under `out_dir`; returns
     the paths written (none for a suite without either sweep)."""
-    written = []
-    for suffix, panels_of, draw in (
-        (SUFFIX, _panels, lipschitz_vs_alpha_png),
-        (SSIM_SUFFIX, _radius_panels, ssim_vs_radius_png),
-    ):
-        for task, panels in sorted(panels_of(rows).items()):
-            path = Path(out_dir) / "plots" / f"{_safe_name(task)}_{suffix}.png"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, draw(task, panels))
-            written.append(path)
-    return written
+    return write_task_plots(
+        out_dir, SUFFIX, _panels(rows), lipschitz_vs_alpha_png
+    ) + write_task_plots(out_dir, SSIM_SUFFIX, _radius_panels(rows), ssim_vs_radius_png)
