@@ -327,3 +327,17 @@ def test_smoothed_scoring_is_shown_but_never_ranked_and_bounds_say_their_basis()
     assert raw_line["estimate_fails"] and not raw_line["bound_broken"]
     assert raw_line["validity_basis"] == "estimate"
     assert overview["bases"] == [("van-trees", "estimate", why)]
+
+
+def test_an_audit_without_a_testable_pair_does_not_claim_power() -> None:
+    """A PTR audit that found no pair to test stores eps_audit_lb 0 with 0 draws: the page
+    says the 0 is no evidence, not "could show X"."""
+    from bench.report.overview import _audit_power
+
+    def entry(v: float) -> dict:
+        return {"value": v, "ci": [v, v], "n": 1}
+
+    none = {"eps_audit_lb": entry(0.0), "eps_audit_ideal": entry(18.8), "audit_draws": entry(0)}
+    assert "no testable pair" in _audit_power(none) and "could show" not in _audit_power(none)
+    some = {**none, "audit_draws": entry(200_000)}
+    assert _audit_power(some) == "could show 18.8 · 200,000 draws"

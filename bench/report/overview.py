@@ -40,7 +40,17 @@ def _audit_power(metrics: dict[str, Any]) -> str:
     ideal, draws = metrics.get("eps_audit_ideal"), metrics.get("audit_draws")
     if ideal is None or draws is None:
         return ""
+    if int(draws["value"]) == 0:  # e.g. PTR: no pair within R whose phi the budget settles
+        return "no testable pair: 0 draws, the bound 0 says nothing"
     return f"could show {ideal['value']:.3g} · {int(draws['value']):,} draws"
+
+
+def _label_only(rows: list[dict[str, Any]]) -> bool:
+    """Whether a task's settings all release labels: claims over training sets (iDP, DP),
+    beside the unprotected label (no distance). No reconstruction attack applies to them."""
+    distances = [(r.get("guarantee") or {}).get("distance") for r in rows]
+    claimed = [d for d in distances if d]
+    return bool(claimed) and all(str(d).startswith("training") for d in claimed)
 
 
 def _cell(metric: dict[str, Any] | None) -> dict[str, str] | None:
@@ -179,6 +189,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         "score_words": SCORE_WORDS.get(score, score),
         "lower_is_stronger": score == "mse",
         "has_attacks": any(r["attack"] == WORST_CASE for r in rows),
+        "label_only": _label_only(rows),
         "has_audit": any(line["audit"] for line in lines),
         "has_validity": any(line["validity"] for line in lines),
         # Each distinct reason a bound rests on an estimate or holds by theorem, for the legend.

@@ -75,6 +75,8 @@ def write_leaderboard(
     ]
     written += _write_reproductions(out_dir, reproductions)
     for task, task_rows in _rows_by_task(rows).items():
+        if all(r["attack"] is None for r in task_rows):
+            continue  # utility against attack MSE: nothing to plot without an attack
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         path = out_dir / "plots" / f"{_safe_name(task)}.png"
         atomic_write(path, privacy_utility_png(task, task_rows, utility))
