@@ -52,13 +52,7 @@ class VectorTask(Task):
 VECTOR = VectorTask()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """The audit's many small tensor ops run faster on one thread of a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _calibrated(cls: type, task: Task = VECTOR, **params: Any):

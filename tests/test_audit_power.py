@@ -51,12 +51,7 @@ class LowDimTask(Task):
 TASK = LowDimTask()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _input_plant(cls: type, factor: float, **params: Any):

@@ -103,12 +103,7 @@ KINK = _relu_net([[1.0], [-1.0]], [0.0, 0.0], [[2.5, -0.5]], [0.0])
 KINK_TASK = EmbeddingTask([-1.6])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _caught(mech: Any, task: Task, **options: Any) -> list[bool]:

@@ -37,14 +37,7 @@ FAST_AUDIT = {"audit_options": {"n_select": 1000, "n_draws": 5000}}
 REFUTING_AUDIT = {"audit_options": {"n_select": 6000, "n_draws": 24000, "n_random": 0}}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Releases and audits are many small tensor ops: faster on one thread of a shared
-    machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # Every registered image mechanism, at its default parameters, on the validation task;
