@@ -214,23 +214,21 @@ def chance_reason(
     too) or the protection (the unprotected model beats chance); None without a reference."""
     if not utility:
         return None
-    own = (row.get("guarantee") or {}).get("notion") == UNPROTECTED
+    if (row.get("guarantee") or {}).get("notion") == UNPROTECTED:
+        return (
+            "the unprotected model does not beat the best constant predictor on this task "
+            "(the data limits it): no mechanism serving it can"
+        )
     reference = next(
         (
             r
             for r in rows
             if r["attack"] is None
-            and r is not row
             and (r.get("guarantee") or {}).get("notion") == UNPROTECTED
             and utility in r["metrics"]
         ),
         None,
     )
-    if own:
-        return (
-            "the unprotected model does not beat the best constant predictor on this task "
-            "(the data limits it): no mechanism serving it can"
-        )
     if reference is None:
         return None
     value, chance = float(reference["metrics"][utility]["value"]), chance_of(reference)

@@ -47,10 +47,10 @@ def write_leaderboard(
     (label, x, x_hat), plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil`
     (bench.report.dfil_plots), plots/<task>_lipschitz_vs_alpha.png and
     plots/<task>_ssim_vs_radius.png for posthoc rows sweeping the ARL weight or the radius
-    (bench.report.posthoc_plots), reproduction.{md,json} when a
-    paper's reference table names the suite (bench.report.reproduction), and last
-    index.html, the static page that shows them all. Text tasks' reconstructed `sentences`
-    (label, originals, reconstructions) go into the Markdown.
+    (bench.report.posthoc_plots), reproduction.{md,json} when a paper's reference table
+    names the suite (bench.report.reproduction), and last index.html, the static page that
+    shows them all. Text tasks' reconstructed `sentences` (label, originals,
+    reconstructions) go into the Markdown.
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
