@@ -9,14 +9,13 @@ Trees on the others, as bench.certify.fisher.bounds and mechanisms.dfil.mechanis
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from bench.hashing import canonical_json
 from bench.report.labels import WORST_CASE
-from bench.report.plots import panel_figure, write_task_plots
+from bench.report.plots import panel_figure, values_and_errors, varying_text, write_task_plots
 
 SWEEP = "inv_dfil"
 UNBIASED = "optimization"
@@ -49,11 +48,7 @@ def _panels(rows: list[dict[str, Any]]) -> dict[str, dict[PanelKey, list[dict[st
 
 def _title(key: PanelKey, keys: list[PanelKey]) -> str:
     """The mechanism name plus the parameters that differ between the panels."""
-    others = [json.loads(fixed) for _, fixed in keys]
-    mine = json.loads(key[1])
-    varying = {k: v for k, v in mine.items() if any(p.get(k) != v for p in others)}
-    extra = ", ".join(f"{k}={v}" for k, v in sorted(varying.items()))
-    return f"{key[0]} {extra}".strip()
+    return f"{key[0]} {varying_text(key[1], [fixed for _, fixed in keys])}".strip()
 
 
 def _bound_curve(rows: list[dict[str, Any]], unbiased: bool) -> list[tuple[float, float]]:
@@ -73,11 +68,9 @@ def _draw_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
     for i, (attack, attack_rows) in enumerate(sorted(by_attack.items())):
         attack_rows.sort(key=lambda r: float(r["params"][SWEEP]))
         xs = [float(r["params"][SWEEP]) for r in attack_rows]
-        ys = [float(r["metrics"]["mse"]["value"]) for r in attack_rows]
-        lo = [y - float(r["metrics"]["mse"]["ci"][0]) for y, r in zip(ys, attack_rows, strict=True)]
-        hi = [float(r["metrics"]["mse"]["ci"][1]) - y for y, r in zip(ys, attack_rows, strict=True)]
+        ys, yerr = values_and_errors([r["metrics"]["mse"] for r in attack_rows])
         ax.errorbar(
-            xs, ys, yerr=[lo, hi], marker=MARKERS[i % len(MARKERS)], ms=5, capsize=2,
+            xs, ys, yerr=yerr, marker=MARKERS[i % len(MARKERS)], ms=5, capsize=2,
             lw=1, label=f"{attack} (MSE)",
         )  # fmt: skip
     for unbiased, style, name in ((True, "--", "Cramer-Rao"), (False, ":", "van Trees")):

@@ -150,15 +150,9 @@ def _task_plots(out_dir: Path, task: str) -> list[dict[str, Any]]:
     )
     # The frontier (one privacy axis: SSIM / top-1) first, then the papers' own sweeps, the
     # reconstructions, and the MSE scatter, a secondary view, last.
-    suffix_order = {"frontier": 0, "reconstructions": 2, "": 4}
     paper_sweeps = WIDE_PLOTS - {"reconstructions"}
-    files.sort(
-        key=lambda n: (
-            1
-            if _plot_suffix(task, n) in paper_sweeps
-            else suffix_order.get(_plot_suffix(task, n), 3)
-        )
-    )
+    suffix_order = {"frontier": 0, **dict.fromkeys(paper_sweeps, 1), "reconstructions": 2, "": 4}
+    files.sort(key=lambda n: suffix_order.get(_plot_suffix(task, n), 3))
     return [
         {
             "path": f"plots/{name}",

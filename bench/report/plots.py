@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -213,3 +214,23 @@ def panel_figure(
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
+
+
+def varying_text(fixed: str, all_fixed: list[str]) -> str:
+    """The parameters of one panel (canonical JSON `fixed`) whose value differs in another
+    panel's (`all_fixed`), as "k=v, ...": what tells the panels of a sweep plot apart."""
+    others = [json.loads(f) for f in all_fixed]
+    mine = json.loads(fixed)
+    varying = {k: v for k, v in mine.items() if any(p.get(k) != v for p in others)}
+    return ", ".join(f"{k}={v}" for k, v in sorted(varying.items()))
+
+
+def values_and_errors(
+    entries: list[dict[str, Any]],
+) -> tuple[list[float], list[list[float]]]:
+    """The values of metric entries ({"value", "ci"}) and their CIs as matplotlib's
+    asymmetric `yerr` ([below, above])."""
+    values = [float(e["value"]) for e in entries]
+    below = [v - float(e["ci"][0]) for v, e in zip(values, entries, strict=True)]
+    above = [float(e["ci"][1]) - v for v, e in zip(values, entries, strict=True)]
+    return values, [below, above]

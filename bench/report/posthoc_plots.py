@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.hashing import canonical_json
 from bench.report.labels import WORST_CASE, _label_of, attack_labels
-from bench.report.plots import panel_figure, write_task_plots
+from bench.report.plots import panel_figure, values_and_errors, varying_text, write_task_plots
 
 METRIC = "local_lipschitz"
 SWEEP = "alpha"
@@ -60,11 +60,8 @@ def _distinct(rows: list[dict[str, Any]], key: str) -> int:
 
 
 def _title(key: PanelKey, keys: list[PanelKey]) -> str:
-    """The parameters that tell the panels apart (none when there is one panel)."""
-    others = [json.loads(k) for k in keys]
-    mine = json.loads(key)
-    varying = {k: v for k, v in mine.items() if any(p.get(k) != v for p in others)}
-    return ", ".join(f"{k}={v}" for k, v in sorted(varying.items())) or "posthoc-ptr"
+    """The parameters that tell the panels apart (the mechanism when there is one panel)."""
+    return varying_text(key, keys) or MECHANISM
 
 
 def _draw_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
@@ -73,17 +70,12 @@ def _draw_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
     by_point = {(float(r["params"][SWEEP]), float(r["params"][RADIUS])): r for r in rows}
     width = 0.8 / len(radii)
     for j, radius in enumerate(radii):
-        xs, ys, lo, hi = [], [], [], []
-        for i, alpha in enumerate(alphas):
-            row = by_point.get((alpha, radius))
-            if row is None:
-                continue
-            m = row["metrics"][METRIC]
-            xs.append(i - 0.4 + width * (j + 0.5))
-            ys.append(float(m["value"]))
-            lo.append(float(m["value"]) - float(m["ci"][0]))
-            hi.append(float(m["ci"][1]) - float(m["value"]))
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=f"R = {radius:g}")
+        present = [
+            (i, by_point[(a, radius)]) for i, a in enumerate(alphas) if (a, radius) in by_point
+        ]
+        xs = [i - 0.4 + width * (j + 0.5) for i, _ in present]
+        ys, yerr = values_and_errors([row["metrics"][METRIC] for _, row in present])
+        ax.bar(xs, ys, width, yerr=yerr, capsize=2, label=f"R = {radius:g}")
     ax.set_xticks(range(len(alphas)), [f"{a:g}" for a in alphas])
     ax.set_xlabel("ARL weight alpha")
     ax.set_ylabel("mean local Lipschitz constant (l_inf -> l_1)")
@@ -138,10 +130,8 @@ def _draw_radius_panel(ax: Any, title: str, rows: list[dict[str, Any]]) -> None:
     for eps, eps_rows in sorted(by_eps.items()):
         eps_rows.sort(key=lambda r: float(r["params"][RADIUS]))
         xs = [float(r["params"][RADIUS]) for r in eps_rows]
-        ys = [float(r["metrics"]["ssim"]["value"]) for r in eps_rows]
-        lo = [y - float(r["metrics"]["ssim"]["ci"][0]) for y, r in zip(ys, eps_rows, strict=True)]
-        hi = [float(r["metrics"]["ssim"]["ci"][1]) - y for y, r in zip(ys, eps_rows, strict=True)]
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=4, capsize=2, lw=1, label=f"eps {eps:g}")
+        ys, yerr = values_and_errors([r["metrics"]["ssim"] for r in eps_rows])
+        ax.errorbar(xs, ys, yerr=yerr, marker="o", ms=4, capsize=2, lw=1, label=f"eps {eps:g}")
     prior = [
         float(r["metrics"]["ssim_prior"]["value"]) for r in rows if "ssim_prior" in r["metrics"]
     ]
