@@ -219,8 +219,11 @@ def test_node_limit_is_sound_and_deterministic() -> None:
     returns the incumbent's input point, and gives the same answer every time."""
     net = random_net([6, 12, 12, 6], 3)
     c = np.random.default_rng(3).uniform(-1, 1, 6)
-    exact = local_lipschitz(net, c, 0.5, "l1", solver="highs")
-    runs = [local_lipschitz(net, c, 0.5, "l1", solver="highs", node_limit=1) for _ in range(2)]
+    exact = local_lipschitz(net, c, 0.5, "l1", solver="highs", method="milp")
+    runs = [
+        local_lipschitz(net, c, 0.5, "l1", solver="highs", node_limit=1, method="milp")
+        for _ in range(2)
+    ]
     assert runs[0].upper == runs[1].upper and runs[0].lower == runs[1].lower
     assert runs[0].upper >= exact.lower * (1 - 1e-9) >= runs[0].lower * (1 - 1e-9)
     assert runs[0].status in ("node_limit", "optimal")

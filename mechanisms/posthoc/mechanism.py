@@ -281,6 +281,7 @@ class PosthocPTR(Mechanism):
                 time_limit=float(self.params["time_limit"]),
                 solver=str(self.params["solver"]),
                 node_limit=int(self.params["node_limit"]),
+                method="milp",  # the path the committed posthoc numbers rest on
             )
             values.append(res.upper)
             exact.append(res.exact)

@@ -1,0 +1,76 @@
+"""Exact local Lipschitz constants (l_inf -> l_1) on LipMIP's shapes, side by side in one
+group per (net, R): a plain LipMIP-style MILP (interval big-M, both output signs; the
+baseline), bench's MILP (DeepPoly bounds, c_0 = 1) and bench's activation-pattern search
+(`local_lipschitz`'s default). Nets as in REFERENCE.md: W, b ~ U(+-1/sqrt(fan_in)),
+centre ~ U(-1, 1)^n; each round is the next of 5 seeded nets. MILPs use Gurobi when
+gurobipy is installed (its pip licence admits these models), else HiGHS; 60 s each.
+
+In the normal test run (benchmarks disabled) only the first group runs, once."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from bench.certify.lipschitz.local import build_milp, local_lipschitz
+from bench.certify.lipschitz.patterns import exact_by_patterns
+from tests.test_local_lipschitz import random_net
+
+TIME_LIMIT, SEEDS = 60.0, 5
+ROWS = [([8, 8, 8, 8], 0.1), ([8, 8, 8, 8], 0.5), ([8, 8, 8, 8], 1.0), ([8, 32, 32, 8], 0.1)]
+
+
+def _solve(method: str, net, center: np.ndarray, radius: float) -> tuple[float, bool]:
+    """(certified upper bound, exact) by one method."""
+    if method == "patterns":
+        found = exact_by_patterns(net, center, radius, "l1", time_limit=TIME_LIMIT)
+        return found.upper, found.exact
+    milp = build_milp(
+        net,
+        center,
+        radius,
+        "l1",
+        symmetric=method == "bench-milp",
+        interval_only=method == "lipmip-style",
+    )
+    res = milp.solve(time_limit=TIME_LIMIT)
+    return res.bound, res.status == "optimal"
+
+
+@pytest.mark.parametrize(("sizes", "radius"), ROWS, ids=lambda v: str(v).replace(" ", ""))
+@pytest.mark.parametrize("method", ["lipmip-style", "bench-milp", "patterns"])
+def test_exact_local_lipschitz(benchmark, sizes: list[int], radius: float, method: str) -> None:
+    if benchmark.disabled and (sizes, radius) != ROWS[0]:
+        pytest.skip("timed only with benchmarks enabled (make bench-perf)")
+    benchmark.group = f"lipschitz-{'-'.join(map(str, sizes))}-R{radius}"
+    nets = itertools.cycle(range(SEEDS))
+    values: list[tuple[int, float, bool]] = []
+
+    def setup():
+        seed = next(nets)
+        center = np.random.default_rng(seed).uniform(-1, 1, sizes[0])
+        return (seed, random_net(sizes, seed), center), {}
+
+    def run(seed: int, net, center: np.ndarray) -> None:
+        values.append((seed, *_solve(method, net, center, radius)))
+
+    benchmark.pedantic(run, setup=setup, rounds=SEEDS, iterations=1)
+    benchmark.extra_info["values"] = values
+    for seed, value, exact in values:
+        if exact:  # every method that finishes finds the same constant
+            reference = exact_by_patterns(
+                random_net(sizes, seed),
+                np.random.default_rng(seed).uniform(-1, 1, sizes[0]),
+                radius,
+                "l1",
+            )
+            assert value == pytest.approx(reference.upper, rel=1e-5)
+
+
+def test_local_lipschitz_default_is_the_pattern_search() -> None:
+    """What a user calling local_lipschitz gets on these shapes: the pattern search."""
+    net = random_net([8, 8, 8, 8], 0)
+    center = np.random.default_rng(0).uniform(-1, 1, 8)
+    assert local_lipschitz(net, center, 0.5, "l1").method == "patterns"
