@@ -17,10 +17,10 @@ from bench import __version__
 from bench.data.locations import cache_dir
 from bench.errors import JobsFailedError, UnknownNameError
 from bench.executors import Executor
-from bench.hashing import canonical_json, digest
+from bench.hashing import digest
 from bench.jobs import Job, expand
 from bench.registry import MECHANISMS
-from bench.report.labels import short_setting, varying_params
+from bench.report.labels import setting_order, short_setting, varying_params
 from bench.report.markdown import SentenceExample
 from bench.report.provenance import attach_environment, attach_provenance
 from bench.report.rows import build_rows
@@ -116,7 +116,7 @@ def reconstruction_examples(
         for task in {j.task for j in first}
     }
     out: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
-    for job in sorted(first, key=lambda j: (j.task, j.mechanism, canonical_json(j.params))):
+    for job in sorted(first, key=lambda j: (j.task, *setting_order(j.mechanism, j.params))):
         if job.hash in stored:
             setting = short_setting(job.mechanism, job.params, varies[job.task][job.mechanism])
             label = f"{setting}\n{job.attack}"
@@ -132,7 +132,7 @@ def sentence_examples(jobs: list[Job], store: ResultStore) -> dict[str, list[Sen
     first = [j for j in jobs if j.attack is not None and j.seed == 0]
     stored = store.examples([j.hash for j in first])
     out: dict[str, list[SentenceExample]] = {}
-    for job in sorted(first, key=lambda j: (j.task, j.mechanism, canonical_json(j.params))):
+    for job in sorted(first, key=lambda j: (j.task, *setting_order(j.mechanism, j.params))):
         ex = stored.get(job.hash)
         if ex is None or ex["x"].dtype.kind == "f":
             continue

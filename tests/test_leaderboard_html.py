@@ -341,3 +341,44 @@ def test_an_audit_without_a_testable_pair_does_not_claim_power() -> None:
     assert "no testable pair" in _audit_power(none) and "could show" not in _audit_power(none)
     some = {**none, "audit_draws": entry(200_000)}
     assert _audit_power(some) == "could show 18.8 · 200,000 draws"
+
+
+def test_plugin_metrics_are_described_whoever_writes_the_page(tmp_path: Path) -> None:
+    """A page re-written from JSON alone (bench reproduce --write, or the parent of worker
+    processes) still describes the metrics a mechanism registers on import: a fresh
+    interpreter that never imported mechanisms.posthoc renders posthoc's delta_p with its
+    description, not its bare name."""
+    import subprocess
+    import sys
+
+    metric = {"value": 3.2, "ci": [3.0, 3.4], "n": 3}
+    doc = {
+        "suite": "t",
+        "suite_version": "1",
+        "code_version": "x",
+        "generated_at": STAMP,
+        "rows": [
+            {
+                "task": "mnist",
+                "mechanism": "posthoc-ptr",
+                "params": {"eps": 1.0},
+                "guarantee": {},
+                "attack": None,
+                "attack_params": {},
+                "seeds": 3,
+                "metrics": {"accuracy": metric, "delta_p": metric},
+            }
+        ],
+    }
+    (tmp_path / "doc.json").write_text(json.dumps(doc))
+    script = (
+        "import json, sys; from bench.report.html import render_index_html; "
+        "assert 'mechanisms.posthoc.mechanism' not in sys.modules; "
+        f"doc = json.load(open({str(tmp_path / 'doc.json')!r})); "
+        "print(render_index_html(doc, {}, {'mnist': []}))"
+    )
+    page = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert 'title="delta_p"' not in page
+    assert "DeltaP = mean + 3 std" in page

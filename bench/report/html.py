@@ -12,9 +12,11 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from bench.errors import UnknownNameError
 from bench.fsutil import atomic_write
 from bench.hashing import canonical_json, files_digest
 from bench.metrics import METRICS
+from bench.registry import ATTACKS, MECHANISMS
 from bench.report.frontier import chance_levels, frontier_png, frontier_points
 from bench.report.labels import (
     WORST_CASE,
@@ -188,6 +190,18 @@ def write_frontier_plots(
     return frontiers
 
 
+def _load_row_components(rows: list[dict[str, Any]]) -> None:
+    """Import each row's mechanism and attack, so the metrics they register (e.g. posthoc's
+    local_lipschitz) are described and ordered the same whichever process writes the page:
+    a run with worker processes, or `bench reproduce --write` reading JSON alone."""
+    for registry, key in ((MECHANISMS, "mechanism"), (ATTACKS, "attack")):
+        for name in sorted({r[key] for r in rows if r.get(key)}):
+            try:
+                registry.get(name)
+            except UnknownNameError:  # a plug-in not installed here, or a "worst case" row
+                continue
+
+
 def render_index_html(
     doc: dict[str, Any],
     frontiers: dict[str, dict[str, Any]],
@@ -199,6 +213,7 @@ def render_index_html(
     reproduction tables (if a reference table names the suite), per task a summary of each
     setting, then every row in a details section, then plots."""
     rows = doc["rows"]
+    _load_row_components(rows)
     labels = attack_labels(rows)
     tasks = sorted({r["task"] for r in rows})
     columns = metric_columns(rows)

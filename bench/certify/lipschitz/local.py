@@ -1,4 +1,5 @@
-"""Exact local Lipschitz constants of ReLU MLPs over an l_inf box, and cheap sound bounds.
+"""Exact local Lipschitz constants of ReLU MLPs over an l_inf box: LipMIP's MILP, and the
+entry point `local_lipschitz` that chooses between it and the pattern search.
 
 L(f, B) = sup_{x', x'' in B} ||f(x') - f(x'')||_out / ||x' - x''||_inf over the box
 B = {x : ||x - center||_inf <= radius}. For a ReLU network this equals the largest norm
@@ -18,14 +19,14 @@ y >= z, y <= u a, y <= z - l (1 - a)); a backward pass sharing those binaries
 sum_i |g_i| with one sign binary per coordinate whose sign is not fixed. The value we
 report as a guarantee is the solver's certified (dual) bound, never its incumbent.
 
-`upper_bound` (interval backward pass, product of layer norms) and `sampled_norms`
-(Jacobian norms at points of the box: each is a value of the MILP's objective at a
-feasible point, hence a lower bound) decide many "L <= t ?" questions without a MILP.
+`local_lipschitz` tries the cheap sound bounds of relu.py first (`upper_bound`: interval
+backward pass, product of layer norms; `lower_bound`: Jacobian norms at points of the box),
+then an exact method: this MILP, or the activation-pattern search of patterns.py, which
+finds the same value far faster on boxes with few unstable neurons.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -34,276 +35,54 @@ import numpy as np
 import torch
 from torch import nn
 
+from bench.certify.lipschitz import patterns as _patterns
+from bench.certify.lipschitz.patterns import PATTERN_MAX_FREE
+from bench.certify.lipschitz.relu import (
+    ENUM_MAX_K,
+    OUT_NORMS,
+    SAFETY,
+    OutNorm,
+    Radius,
+    ReluMLP,
+    backward_bounds,
+    check_box,
+    interval_preactivation_bounds,
+    lower_bound,
+    masked_bounds,
+    operator_norms,
+    preactivation_bounds,
+    sampled_norms,
+    upper_bound,
+)
 from bench.certify.milp import MILP, MILPResult
 from bench.errors import ConfigError
 
-OutNorm = Literal["l1", "linf"]
-OUT_NORMS = ("l1", "linf")
+# The primitives live in relu.py; this module re-exports them for its callers.
+__all__ = [
+    "METHODS",
+    "OUT_NORMS",
+    "PATTERN_MAX_FREE",
+    "SAFETY",
+    "LipschitzResult",
+    "Method",
+    "OutNorm",
+    "Radius",
+    "ReluMLP",
+    "backward_bounds",
+    "build_milp",
+    "check_box",
+    "interval_preactivation_bounds",
+    "local_lipschitz",
+    "lower_bound",
+    "module_local_lipschitz",
+    "operator_norms",
+    "preactivation_bounds",
+    "sampled_norms",
+    "upper_bound",
+]
+
 Method = Literal["auto", "patterns", "milp"]
 METHODS = ("auto", "patterns", "milp")
-PATTERN_MAX_FREE = 16  # "auto": the pattern search scores 2^16 patterns in bulk at most
-Radius = float | np.ndarray  # an l_inf ball, or one half-width per coordinate (a box)
-_ENUM_MAX_K = 14  # exact ||.||_{inf->1} by enumerating sign vectors up to this output size
-SAFETY = 1e-6  # relative padding on solver bounds: integrality / feasibility tolerances
-
-
-@dataclass(frozen=True)
-class ReluMLP:
-    """Weights (out x in) and biases of a fully connected ReLU network, in float64."""
-
-    weights: tuple[np.ndarray, ...]
-    biases: tuple[np.ndarray, ...]
-
-    @classmethod
-    def from_module(cls, module: nn.Module) -> ReluMLP:
-        """Read an nn.Sequential of Linear layers separated by ReLUs (Flatten allowed)."""
-        layers = [m for m in module.modules() if not isinstance(m, nn.Sequential)]
-        if isinstance(module, nn.Linear):
-            layers = [module]
-        weights, biases, expect_linear = [], [], True
-        for m in layers:
-            if isinstance(m, nn.Flatten | nn.Identity):
-                continue
-            if isinstance(m, nn.Linear) and expect_linear:
-                weights.append(m.weight.detach().double().numpy().copy())
-                b = m.bias.detach().double().numpy().copy() if m.bias is not None else None
-                biases.append(b if b is not None else np.zeros(m.out_features))
-                expect_linear = False
-            elif isinstance(m, nn.ReLU) and not expect_linear:
-                expect_linear = True
-            else:
-                raise ConfigError(
-                    "local Lipschitz needs a ReLU MLP (Linear, ReLU, ..., Linear); found "
-                    f"{type(m).__name__}"
-                )
-        if not weights or expect_linear:
-            raise ConfigError("local Lipschitz needs a ReLU MLP ending in a Linear layer")
-        return cls(tuple(weights), tuple(biases))
-
-    @property
-    def in_dim(self) -> int:
-        return self.weights[0].shape[1]
-
-    @property
-    def out_dim(self) -> int:
-        return self.weights[-1].shape[0]
-
-    def forward(self, x: np.ndarray) -> np.ndarray:
-        """f(x) for a batch (N, in_dim)."""
-        h = np.atleast_2d(x)
-        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
-            h = h @ w.T + b
-            if i < len(self.weights) - 1:
-                h = np.maximum(h, 0.0)
-        return h
-
-    def jacobians(self, x: np.ndarray) -> np.ndarray:
-        """Jacobians (N, out, in) with the activation pattern z > 0 at each point."""
-        h = np.atleast_2d(x)
-        jac = np.broadcast_to(np.eye(self.in_dim), (len(h), self.in_dim, self.in_dim))
-        for i, (w, b) in enumerate(zip(self.weights, self.biases, strict=True)):
-            z = h @ w.T + b
-            jac = np.einsum("oi,nij->noj", w, jac)
-            if i < len(self.weights) - 1:
-                on = (z > 0).astype(np.float64)
-                jac = jac * on[:, :, None]
-                h = z * on
-        return jac
-
-
-def check_box(net: ReluMLP, center: np.ndarray, radius: Radius) -> np.ndarray:
-    """The centre as float64 (in_dim,); refuse a bad radius or a centre of the wrong size.
-    A radius is a scalar (an l_inf ball) or one half-width per coordinate (a box)."""
-    c = np.asarray(center, dtype=np.float64).reshape(-1)
-    if c.shape[0] != net.in_dim:
-        raise ConfigError(
-            f"box centre has {c.shape[0]} coordinates, the network takes {net.in_dim}"
-        )
-    r = np.asarray(radius, dtype=np.float64)
-    if r.ndim > 1 or (r.ndim == 1 and r.shape[0] != c.shape[0]):
-        raise ConfigError(f"box radius must be a scalar or one per coordinate ({c.shape[0]})")
-    if not (np.all(r >= 0) and np.all(np.isfinite(r))) or not np.all(np.isfinite(c)):
-        raise ConfigError(f"box radius must be finite and >= 0 (got {radius}), centre finite")
-    return c
-
-
-def operator_norms(jac: np.ndarray, out_norm: OutNorm) -> np.ndarray:
-    """||J||_{inf -> out} for a batch of Jacobians (N, k, n), computed exactly."""
-    if out_norm == "linf":
-        return np.abs(jac).sum(-1).max(-1)
-    k = jac.shape[1]
-    if k > _ENUM_MAX_K:
-        raise ConfigError(f"exact inf->l1 norms enumerate 2^k sign vectors; k={k} is too large")
-    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=k)))[: 2 ** (k - 1)]  # +-c same
-    return np.abs(np.einsum("ck,nkj->ncj", signs, jac)).sum(-1).max(-1)
-
-
-def interval_preactivation_bounds(
-    net: ReluMLP, center: np.ndarray, radius: Radius
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Interval-arithmetic bounds [l, u] on every hidden layer's pre-activation over the box."""
-    lo, hi = center - radius, center + radius
-    out = []
-    for w, b in zip(net.weights[:-1], net.biases[:-1], strict=True):
-        mid, rad = (lo + hi) / 2, (hi - lo) / 2
-        zm, zr = w @ mid + b, np.abs(w) @ rad
-        out.append((zm - zr, zm + zr))
-        lo, hi = np.maximum(zm - zr, 0.0), np.maximum(zm + zr, 0.0)
-    return out
-
-
-def _relu_relaxation(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Linear bounds s_l z <= relu(z) <= s_u z + t_u on [lo, hi] (DeepPoly's triangle)."""
-    on, off = lo >= 0, hi <= 0
-    unstable = ~(on | off)
-    width = np.where(unstable, hi - lo, 1.0)
-    s_u = np.where(on, 1.0, np.where(unstable, hi / width, 0.0))
-    t_u = np.where(unstable, -lo * hi / width, 0.0)
-    s_l = np.where(on, 1.0, np.where(unstable, (hi > -lo).astype(np.float64), 0.0))
-    return s_l, s_u, t_u
-
-
-def preactivation_bounds(
-    net: ReluMLP, center: np.ndarray, radius: Radius
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Sound bounds [l, u] on every hidden pre-activation over the box: interval arithmetic
-    intersected with linear back-substitution through the triangle relaxations of earlier
-    ReLUs (DeepPoly / CROWN, Singh et al. 2019, Zhang et al. 2018). Tighter bounds mean
-    fewer unstable neurons and smaller big-M constants, hence faster MILPs; both are sound
-    over-approximations of the exact pre-activation range, so exactness is unaffected."""
-    ibp = interval_preactivation_bounds(net, center, radius)
-    out: list[tuple[np.ndarray, np.ndarray]] = []
-    for m, (w, b) in enumerate(zip(net.weights[:-1], net.biases[:-1], strict=True)):
-        bounds = []
-        for sign in (1.0, -1.0):  # sign=+1: upper bound of z; -1: upper bound of -z
-            lam, const = sign * w, sign * b
-            for k in range(m - 1, -1, -1):
-                s_l, s_u, t_u = _relu_relaxation(*out[k])
-                pos, neg = np.maximum(lam, 0.0), np.minimum(lam, 0.0)
-                const = const + pos @ t_u
-                lam = pos * s_u + neg * s_l
-                const = const + lam @ net.biases[k]
-                lam = lam @ net.weights[k]
-            bounds.append(
-                lam @ center + const + np.abs(lam) @ np.broadcast_to(radius, center.shape)
-            )
-        hi_lin, lo_lin = bounds[0], -bounds[1]
-        lo = np.maximum(ibp[m][0], lo_lin)
-        hi = np.minimum(ibp[m][1], hi_lin)
-        out.append((lo, np.maximum(hi, lo)))
-    return out
-
-
-def _backward_start(
-    net: ReluMLP, out_norm: OutNorm, symmetric: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds on v = W_L^T c for c in the dual ball of the output norm (with `symmetric`,
-    for c in [-1, 1]^k with c_0 = 1: see `build_milp`)."""
-    w = net.weights[-1]
-    if symmetric and out_norm == "l1":
-        rest = np.abs(w[1:]).sum(0)
-        return w[0] - rest, w[0] + rest
-    r = np.abs(w).sum(0) if out_norm == "l1" else np.abs(w).max(0)
-    return -r, r
-
-
-def _interval_matvec_t(w: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Bounds on w^T p for p in [lo, hi]."""
-    mid, rad = (lo + hi) / 2, (hi - lo) / 2
-    return w.T @ mid - np.abs(w).T @ rad, w.T @ mid + np.abs(w).T @ rad
-
-
-def _masked(
-    lo: np.ndarray, hi: np.ndarray, zl: np.ndarray, zu: np.ndarray
-) -> tuple[np.ndarray, ...]:
-    """Bounds on a * v: stable-off neurons give 0, stable-on v, unstable the hull with 0."""
-    on, off = zl >= 0, zu <= 0
-    unstable = ~(on | off)
-    plo = np.where(on, lo, np.where(unstable, np.minimum(lo, 0.0), 0.0))
-    phi = np.where(on, hi, np.where(unstable, np.maximum(hi, 0.0), 0.0))
-    return plo, phi
-
-
-def backward_bounds(
-    net: ReluMLP,
-    pre: list[tuple[np.ndarray, np.ndarray]],
-    out_norm: OutNorm,
-    symmetric: bool = False,
-) -> tuple[list[tuple[np.ndarray, np.ndarray]], tuple[np.ndarray, np.ndarray]]:
-    """Interval bounds on the backward values v_l (gradient w.r.t. each hidden layer's
-    output, top layer first) and on the input gradient g."""
-    vs = []
-    lo, hi = _backward_start(net, out_norm, symmetric)
-    for layer in range(len(net.weights) - 2, -1, -1):
-        vs.append((lo, hi))
-        plo, phi = _masked(lo, hi, *pre[layer])
-        lo, hi = _interval_matvec_t(net.weights[layer], plo, phi)
-    return vs, (lo, hi)
-
-
-def upper_bound(
-    net: ReluMLP, center: np.ndarray, radius: Radius, out_norm: OutNorm = "l1"
-) -> float:
-    """A cheap sound upper bound on L(f, box): the smaller of the interval backward bound
-    and the product of per-layer operator norms with stable-off neurons removed."""
-    c = check_box(net, center, radius)
-    pre = preactivation_bounds(net, c, radius)
-    _, (glo, ghi) = backward_bounds(net, pre, out_norm)
-    interval = float(np.maximum(np.abs(glo), np.abs(ghi)).sum())
-    # ||W_L D_{L-1} ... D_1 W_1||_{inf->out} <= ||W_L P||_{inf->out} prod ||P W_l P'||_{inf->inf}
-    # with P the projection onto neurons that are not stable-off (0 <= D <= P).
-    alive = [zu > 0 for _, zu in pre]
-    prod = 1.0
-    for layer, w in enumerate(net.weights[:-1]):
-        rows = w[alive[layer]]
-        if layer > 0:
-            rows = rows[:, alive[layer - 1]]
-        prod *= float(np.abs(rows).sum(1).max()) if rows.size else 0.0
-    top = net.weights[-1][:, alive[-1]] if alive else net.weights[-1]
-    if top.size:
-        k = top.shape[0]
-        top_norm = (
-            float(operator_norms(top[None], out_norm)[0])
-            if out_norm == "linf" or k <= _ENUM_MAX_K
-            else float(np.abs(top).sum())
-        )
-    else:
-        top_norm = 0.0
-    return min(interval, top_norm * prod) * (1 + SAFETY)
-
-
-def sampled_norms(
-    net: ReluMLP,
-    center: np.ndarray,
-    radius: float,
-    n: int,
-    generator: np.random.Generator,
-    out_norm: OutNorm = "l1",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Jacobian norms at the centre, at corners and at uniform points of the box, with each
-    point's l_inf distance from the centre. Each norm is a lower bound on L(f, box') for any
-    box' around `center` of radius >= that distance (the point lies in it)."""
-    c = check_box(net, center, radius)
-    corners = np.sign(generator.uniform(-1, 1, size=(n // 2, len(c))))
-    uniform = generator.uniform(-1, 1, size=(n - n // 2, len(c)))
-    scale = generator.uniform(0, 1, size=(n, 1))  # spread over radii, for reuse across boxes
-    offsets = np.concatenate([corners, uniform]) * scale * radius
-    points = np.concatenate([c[None], c + offsets])
-    dist = np.concatenate([[0.0], np.abs(offsets).max(1)])
-    return dist, operator_norms(net.jacobians(points), out_norm)
-
-
-def lower_bound(
-    net: ReluMLP,
-    center: np.ndarray,
-    radius: float,
-    out_norm: OutNorm = "l1",
-    n: int = 64,
-    seed: int = 0,
-) -> float:
-    """A sound lower bound on L(f, box): the largest sampled Jacobian norm."""
-    _, norms = sampled_norms(net, center, radius, n, np.random.default_rng(seed), out_norm)
-    return float(norms.max())
 
 
 def build_milp(
@@ -374,7 +153,7 @@ def build_milp(
         for i in range(len(v)):
             m.add_row(np.append(src_idx, v[i]), np.append(-src_sign * src_mat[:, i], 1.0), 0.0, 0.0)
         zl, zu = pre[layer]
-        plo, phi = _masked(vlo, vhi, zl, zu)
+        plo, phi = masked_bounds(vlo, vhi, zl, zu)
         p = m.add_vars(plo, phi)
         for j in range(len(p)):
             a = gates[layer][j]
@@ -463,9 +242,7 @@ def local_lipschitz(
     if threshold is not None and (ub <= threshold or lb > threshold):
         return LipschitzResult(ub, lb, False, "bounds")
     if method == "patterns" or (method == "auto" and _patterns_fit(net, c, radius, out_norm)):
-        from bench.certify.lipschitz.patterns import exact_by_patterns  # imports this module
-
-        found = exact_by_patterns(
+        found = _patterns.exact_by_patterns(
             net, c, radius, out_norm, time_limit=time_limit, threshold=threshold, floor=lb
         )
         return LipschitzResult(
@@ -485,7 +262,7 @@ def local_lipschitz(
 
 def _patterns_fit(net: ReluMLP, center: np.ndarray, radius: Radius, out_norm: OutNorm) -> bool:
     """Whether the pattern search suits this box: few unstable neurons, few outputs."""
-    if out_norm == "l1" and net.out_dim > _ENUM_MAX_K:
+    if out_norm == "l1" and net.out_dim > ENUM_MAX_K:
         return False
     pre = preactivation_bounds(net, center, radius)
     return sum(int(((lo < 0) & (hi > 0)).sum()) for lo, hi in pre) <= PATTERN_MAX_FREE

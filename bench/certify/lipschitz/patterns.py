@@ -34,8 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.certify.lipschitz.local import (
-    PATTERN_MAX_FREE,
+from bench.certify.lipschitz.relu import (
     SAFETY,
     OutNorm,
     Radius,
@@ -48,6 +47,7 @@ from bench.certify.lipschitz.local import (
 
 MARGIN_TOL = 1e-9  # an LP margin within +-tol counts as touching the piece
 CHUNK = 4096  # patterns scored per batch (memory: CHUNK x 2^(k-1) x n floats)
+PATTERN_MAX_FREE = 16  # local_lipschitz "auto": at most 2^16 patterns scored in bulk
 SAMPLES = 256  # random points of a part whose gate prefixes need no LP
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog
 
-from bench.certify.lipschitz.local import (
+from bench.certify.lipschitz.relu import (
     SAFETY,
     OutNorm,
     Radius,
