@@ -44,6 +44,7 @@ from bench.certify.lipschitz.relu import (
     operator_norms,
     preactivation_bounds,
 )
+from bench.certify.lipschitz.split import halve, pattern_masks
 
 MARGIN_TOL = 1e-9  # an LP margin within +-tol counts as touching the piece
 CHUNK = 4096  # patterns scored per batch (memory: CHUNK x 2^(k-1) x n floats)
@@ -100,10 +101,7 @@ class _Part:
         """||J_sigma|| for every pattern of the free neurons (bit i of p: free neuron i, most
         significant first), so a prefix's completions form one contiguous block."""
         count = 2 ** len(self.free)
-        masks = [np.repeat((zl >= 0)[None].astype(np.float64), count, 0) for zl, _ in self.pre]
-        bits = (np.arange(count)[:, None] >> np.arange(len(self.free))[::-1]) & 1
-        for i, (layer, j) in enumerate(self.free):
-            masks[layer][:, j] = bits[:, i]
+        masks = pattern_masks(self.pre, self.free)
         scores = np.empty(count)
         for lo in range(0, count, CHUNK):
             hi = min(count, lo + CHUNK)
@@ -322,15 +320,6 @@ def _strict_prefixes(net: ReluMLP, part: _Part, points: np.ndarray) -> set[tuple
     return out
 
 
-def _split(net: ReluMLP, lo: np.ndarray, hi: np.ndarray) -> tuple[tuple[np.ndarray, ...], ...]:
-    """Halve the coordinate whose width moves the first layer's pre-activations most."""
-    axis = int(np.argmax((hi - lo) * np.abs(net.weights[0]).sum(0)))
-    mid = (lo[axis] + hi[axis]) / 2
-    left_hi, right_lo = hi.copy(), lo.copy()
-    left_hi[axis], right_lo[axis] = mid, mid
-    return (lo, left_hi), (right_lo, hi)
-
-
 def exact_by_patterns(
     net: ReluMLP,
     center: np.ndarray,
@@ -377,7 +366,7 @@ def exact_by_patterns(
             return result(top, "time_limit")
         _, _, part = heapq.heappop(heap)
         if part.scores is None:  # too many unstable neurons: split the box first
-            for lo, hi in _split(net, part.lo, part.hi):
+            for lo, hi in halve(net, part.lo, part.hi):
                 push(lo, hi)
             continue
         upper, attained, used, finished = _search_part(net, part, best, deadline, out_norm)

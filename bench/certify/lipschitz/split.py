@@ -72,15 +72,35 @@ def box_patterns(
     if len(free) > max_free:
         return None
     count = 2 ** len(free)
-    masks = [np.repeat((lo >= 0)[None].astype(np.float64), count, 0) for lo, _ in pre]
-    # pattern p sets the i-th unstable neuron to bit i of p (most significant first)
-    bits = (np.arange(count)[:, None] >> np.arange(len(free))[::-1]) & 1
-    for i, (layer, j) in enumerate(free):
-        masks[layer][:, j] = bits[:, i]
+    masks = pattern_masks(pre, free)
     jac = np.broadcast_to(net.weights[0], (count, *net.weights[0].shape))
     for layer, w in enumerate(net.weights[1:]):
         jac = np.einsum("oi,pij->poj", w, jac * masks[layer][:, :, None])
     return Patterns(free, masks, operator_norms(jac, out_norm))
+
+
+def pattern_masks(
+    pre: list[tuple[np.ndarray, np.ndarray]], free: list[tuple[int, int]]
+) -> list[np.ndarray]:
+    """Per hidden layer, the 0/1 gate masks (2^len(free), width) of every pattern of the
+    unstable neurons `free`: pattern p sets the i-th to bit i of p, most significant first
+    (so a prefix's completions form one contiguous block); stable neurons as `pre` says."""
+    count = 2 ** len(free)
+    masks = [np.repeat((lo >= 0)[None].astype(np.float64), count, 0) for lo, _ in pre]
+    bits = (np.arange(count)[:, None] >> np.arange(len(free))[::-1]) & 1
+    for i, (layer, j) in enumerate(free):
+        masks[layer][:, j] = bits[:, i]
+    return masks
+
+
+def halve(net: ReluMLP, lo: np.ndarray, hi: np.ndarray) -> tuple[tuple[np.ndarray, ...], ...]:
+    """The box [lo, hi] cut in two across the coordinate whose width moves the first
+    layer's pre-activations most."""
+    axis = int(np.argmax((hi - lo) * np.abs(net.weights[0]).sum(0)))
+    middle = (lo[axis] + hi[axis]) / 2
+    left_hi, right_lo = hi.copy(), lo.copy()
+    left_hi[axis], right_lo[axis] = middle, middle
+    return (lo, left_hi), (right_lo, hi)
 
 
 def pattern_bound(
@@ -121,11 +141,6 @@ def interior_margin(
     if res.status != 0:  # the closed region is empty (infeasible even at s = -1)
         return -1.0, None
     return float(-res.fun), np.asarray(res.x[:-1])
-
-
-def _split_axis(net: ReluMLP, lo: np.ndarray, hi: np.ndarray) -> int:
-    """The coordinate whose width moves the first layer's pre-activations most."""
-    return int(np.argmax((hi - lo) * np.abs(net.weights[0]).sum(0)))
 
 
 MARGIN_TOL = 1e-7  # LP margins within +-tol are neither a witness nor a refutation
@@ -210,10 +225,7 @@ def decide_by_splitting(
         if boxes + 2 > max_boxes:
             return SplitDecision(None, -heap[0][0], witness, boxes)
         _, _, lo, hi = heapq.heappop(heap)
-        axis = _split_axis(net, lo, hi)
-        middle = (lo[axis] + hi[axis]) / 2
-        left_hi, right_lo = hi.copy(), lo.copy()
-        left_hi[axis], right_lo[axis] = middle, middle
-        if not (push(lo, left_hi) and push(right_lo, hi)):
+        (lo_a, hi_a), (lo_b, hi_b) = halve(net, lo, hi)
+        if not (push(lo_a, hi_a) and push(lo_b, hi_b)):
             return SplitDecision(False, np.inf, witness, boxes)
     return SplitDecision(True, threshold, witness, boxes)
