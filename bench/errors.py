@@ -39,3 +39,7 @@ class JobsFailedError(BenchError):
     stored and the same command reruns only the failed ones; exit code 1."""
 
     exit_code = 1
+
+
+class DeviceError(ConfigError):
+    """A device string bench does not know, or a device this machine does not have."""

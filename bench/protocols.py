@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import nn
 
+from bench.device import CPU, rand, randn, to_device
+
 Modality = Literal["image", "tabular", "text", "ids", "vector"]
 Notion = Literal["none", "ldp", "ip", "reconstruction", "dfil", "idp", "dp"]
 
@@ -86,14 +88,20 @@ class NoiseModel:
         """Standard deviation of one noise coordinate."""
         return self.scale if self.kind == "gaussian" else math.sqrt(2.0) * self.scale
 
-    def sample(self, shape: torch.Size, generator: torch.Generator) -> torch.Tensor:
-        """Draw noise of `shape` from `generator` (never from the global RNG)."""
+    def sample(
+        self,
+        shape: torch.Size | tuple[int, ...],
+        generator: torch.Generator,
+        device: torch.device | None = None,
+    ) -> torch.Tensor:
+        """Draw noise of `shape` from `generator` (never from the global RNG), on `device`
+        (default: the generator's; bench.device draws there from a generator it seeds)."""
         if self.kind == "gaussian":
-            return torch.randn(shape, generator=generator) * self.scale
+            return randn(shape, generator, device) * self.scale
         # Laplace by inverse CDF on u ~ U(-1/2, 1/2): -b sign(u) ln(1 - 2|u|).
-        u = torch.rand(shape, generator=generator, dtype=torch.float64) - 0.5
+        u = rand(shape, generator, device, dtype=torch.float64) - 0.5
         noise = -self.scale * torch.sign(u) * torch.log1p(-2.0 * u.abs())
-        return noise.to(torch.float32)
+        return to_device(noise.to(torch.float32), device)
 
     def neg_log_likelihood(self, observed: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
         """Per-sample negative log-density of `observed` given the noiseless `mean`, up to a
@@ -120,6 +128,18 @@ class Release:
     @classmethod
     def all_released(cls, values: torch.Tensor, **meta: torch.Tensor) -> Release:
         return cls(values, torch.ones(len(values), dtype=torch.bool), dict(meta))
+
+    def to(self, device: torch.device | str | None) -> Release:
+        """This release with every tensor on `device` (itself when all are there already)."""
+        moved = (to_device(self.values, device), to_device(self.released, device))
+        meta = to_device(self.meta, device)
+        if moved[0] is self.values and moved[1] is self.released and meta is self.meta:
+            return self
+        return Release(moved[0], moved[1], meta)
+
+    def cpu(self) -> Release:
+        """This release on the CPU: how releases cross component boundaries."""
+        return self.to(CPU)
 
     def __len__(self) -> int:
         return len(self.values)
@@ -172,11 +192,14 @@ class Task(ABC):
 
 @dataclass
 class FitContext:
-    """What the harness hands a mechanism or attack while fitting: a seed and the cache."""
+    """What the harness hands a mechanism or attack while fitting: a seed, the cache and
+    the job's device (bench.device: models and their tensors go there; data, releases and
+    results cross component boundaries on the CPU)."""
 
     seed: int
     cache: Any  # bench.cache.ArtifactCache; typed loosely to keep this module import-light
     progress: bool = False
+    device: torch.device = CPU
 
     def generator(self, purpose: str) -> torch.Generator:
         """An independent torch generator for `purpose`, derived from the job seed."""
@@ -191,7 +214,13 @@ class Mechanism(ABC):
     Lifecycle: construct with parameters, `fit(task, splits, ctx)`, then `release` and
     `predict`. Subclasses declare `name`, `modalities`, and `repeatable_queries`
     (whether a user may query the same input again with fresh randomness).
+
+    Devices (bench.device): `fit` keeps `ctx.device` as `self.device` and puts its models
+    there; `release` and `predict` accept inputs on any device and return CPU tensors;
+    `encoder()` is the module on the mechanism's device.
     """
+
+    device: torch.device = CPU  # where fit put the models (FitContext.device)
 
     name: ClassVar[str]
     modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
@@ -274,7 +303,13 @@ class Mechanism(ABC):
 
 
 class Attack(ABC):
-    """A reconstruction attack: `fit` on the attacker's aux data, then `reconstruct`."""
+    """A reconstruction attack: `fit` on the attacker's aux data, then `reconstruct`.
+
+    Devices (bench.device): `fit` keeps `ctx.device` as `self.device` and computes there;
+    `reconstruct` and `ranked` accept a release on any device and return CPU tensors.
+    """
+
+    device: torch.device = CPU  # where fit put the attack's models (FitContext.device)
 
     name: ClassVar[str]
     modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
