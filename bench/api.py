@@ -15,6 +15,7 @@ import torch
 
 from bench import __version__
 from bench.data.locations import cache_dir
+from bench.device import jobs_device
 from bench.errors import JobsFailedError, UnknownNameError
 from bench.executors import Executor
 from bench.hashing import digest
@@ -32,10 +33,20 @@ from bench.suite import Suite, load_suite, make_task
 from bench.validation import attach_expected_failures
 
 
-def expand_suite(name_or_path: str, seeds: int | None = None) -> tuple[Suite, list[Job]]:
-    """Load and validate a suite, and list all its jobs."""
+def expand_suite(
+    name_or_path: str,
+    seeds: int | None = None,
+    device: str | None = None,
+    *,
+    check_device: bool = True,
+) -> tuple[Suite, list[Job]]:
+    """Load and validate a suite, and list all its jobs, on `device` (else the suite's
+    `device` key, else the CPU); with `check_device`, a device this machine lacks is a
+    one-line DeviceError (bench.device.jobs_device)."""
     suite = load_suite(name_or_path)
-    return suite, expand(suite, seeds=seeds)
+    where = "--device" if device is not None else f"{suite.source}: 'device'"
+    on = jobs_device(device or suite.device, check=check_device, where=where)
+    return suite, expand(suite, seeds=seeds, device=on)
 
 
 def write_suite_leaderboard(
@@ -155,11 +166,13 @@ def run_suite(
     executor: Executor | None = None,
     seeds: int | None = None,
     progress: bool = False,
+    device: str | None = None,
 ) -> tuple[RunSummary, list[Path]]:
-    """Run every pending job of a suite and write its leaderboard. JobsFailedError when a
-    job raised: the other jobs are stored, and running it again runs only the failed ones
-    (their tracebacks: `ResultStore.failures`)."""
-    suite, jobs = expand_suite(name_or_path, seeds=seeds)
+    """Run every pending job of a suite on `device` (bench.device; default: the suite's, else
+    the CPU) and write its leaderboard. JobsFailedError when a job raised: the other jobs
+    are stored, and running it again runs only the failed ones (their tracebacks:
+    `ResultStore.failures`)."""
+    suite, jobs = expand_suite(name_or_path, seeds=seeds, device=device)
     store = open_store(store_path)
     try:
         summary = run_jobs(jobs, store, cache_dir(store_path), executor=executor, progress=progress)

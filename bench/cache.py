@@ -5,6 +5,8 @@ Each artifact is a torch state (any picklable-by-torch object) written atomicall
 half-written entry is rebuilt, never used. A per-key file lock makes concurrent
 workers build an artifact once. The time an artifact took to build is stored with it,
 so a job's reported fit cost is the same whether the artifact was built or reused.
+Artifacts are read onto the CPU whatever device built them (the job moves them to its own);
+one built on an accelerator is keyed by its device kind, as its floats differ from the CPU's.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 import torch
 
+from bench.device import CPU, device_kind, to_cpu
 from bench.errors import ConfigError
 from bench.fsutil import atomic_write
 from bench.hashing import digest, seeded_init
@@ -31,8 +34,9 @@ from bench.hashing import digest, seeded_init
 class ArtifactCache:
     """Get-or-build storage for expensive artifacts, keyed by a hash of their recipe."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, device: torch.device | str = CPU) -> None:
         self.root = Path(root)
+        self.device = torch.device(device)  # where builds run (the job's device)
         self.seconds_inside = 0.0  # wall time spent in get_or_build (building or loading)
         self.build_seconds = 0.0  # recorded build time of every artifact handed out
         self._depth = 0  # a build may fetch other artifacts: time only the outermost call
@@ -44,8 +48,13 @@ class ArtifactCache:
         """The cache key of a recipe (everything that determines the artifact), including
         the intra-op thread count it is built with: float reductions, and so trained
         weights, depend on it (bench.threads), and an artifact must not depend on which
-        job happened to build it first."""
-        return digest({**recipe, "torch_threads": torch.get_num_threads()}, length=24)
+        job happened to build it first. An accelerator's kind is part of it too (its kernels
+        give other floats); the CPU is not, so CPU keys are those of before devices."""
+        keyed = {**recipe, "torch_threads": torch.get_num_threads()}
+        kind = device_kind(self.device)
+        if kind != "cpu":
+            keyed["device"] = kind
+        return digest(keyed, length=24)
 
     @contextmanager
     def _locked(self, key: str) -> Iterator[Path]:
@@ -80,7 +89,7 @@ class ArtifactCache:
                     # from torch's global RNG (e.g. a module's default init) is seeded by the
                     # key, not by whatever the process ran before (job order, executor).
                     with seeded_init(int(key[:15], 16), "artifact"):
-                        found = build()
+                        found = to_cpu(build())  # as a read gives it (the same object on CPU)
                     took = time.perf_counter() - start
                     self._write(entry, found, took)
                 if outermost:
@@ -104,7 +113,7 @@ class ArtifactCache:
             took = float((entry / "build_seconds").read_text())
             if not (math.isfinite(took) and took >= 0):
                 return None
-            return torch.load(io.BytesIO(blob), weights_only=False), took
+            return torch.load(io.BytesIO(blob), weights_only=False, map_location=CPU), took
         except (OSError, ValueError, RuntimeError, EOFError, pickle.UnpicklingError):
             return None
 

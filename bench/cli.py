@@ -35,6 +35,14 @@ app = typer.Typer(
 )
 
 StoreOpt = Annotated[Path, typer.Option("--store", help="SQLite result store.")]
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--device",
+        help="Where jobs run: cpu, cuda, cuda:N, mps or auto (CUDA, else MPS, else CPU); "
+        "default: the suite's `device`, else cpu. Non-CPU jobs are other jobs (own hashes).",
+    ),
+]
 DEFAULT_STORE = Path(".bench/results.sqlite")
 app.add_typer(data_app, name="data")
 
@@ -153,6 +161,7 @@ def run(
         bool,
         typer.Option(help="List what would run and estimate its time; run nothing."),
     ] = False,
+    device: DeviceOpt = None,
 ) -> None:
     """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
     that raises fails alone: the others run on, and the run ends listing the failed jobs
@@ -163,7 +172,10 @@ def run(
     from bench.store_guard import open_store
 
     runner = make_executor(executor, workers=jobs, address=address)
-    loaded, all_jobs = expand_suite(suite, seeds=seeds)
+    # A Ray cluster's workers may have the GPU the driver lacks: they check it (job_device).
+    loaded, all_jobs = expand_suite(
+        suite, seeds=seeds, device=device, check_device=executor != "ray"
+    )
     selected = [
         j
         for j in all_jobs
@@ -306,13 +318,15 @@ def leaderboard(
     seeds: Annotated[int | None, typer.Option(min=1, help="Seed count the run used.")] = None,
     store: StoreOpt = DEFAULT_STORE,
     out: Annotated[Path | None, typer.Option(help="Output directory [leaderboards/SUITE].")] = None,
+    device: DeviceOpt = None,
 ) -> None:
     """Write leaderboards/SUITE/ from the store (--suite), and/or the site index over every
-    suite under ROOT (--all)."""
+    suite under ROOT (--all). `--device` names the device the run used (its jobs' hashes);
+    this machine need not have it."""
     if suite is None and not all_suites:
         raise ConfigError("bench leaderboard needs --suite NAME, --all, or both")
     if suite is not None:
-        for path in _write_suite_from_store(suite, seeds, store, out):
+        for path in _write_suite_from_store(suite, seeds, store, out, device):
             typer.echo(str(path))
     if all_suites:
         from bench.report.site import write_site_index
@@ -329,12 +343,12 @@ def _shipped_suites() -> tuple[dict[str, str], dict[str, str]]:
 
 
 def _write_suite_from_store(
-    suite: str, seeds: int | None, store: Path, out: Path | None
+    suite: str, seeds: int | None, store: Path, out: Path | None, device: str | None
 ) -> list[Path]:
     from bench.api import expand_suite, write_suite_leaderboard
     from bench.store_guard import open_store
 
-    loaded, all_jobs = expand_suite(suite, seeds=seeds)
+    loaded, all_jobs = expand_suite(suite, seeds=seeds, device=device, check_device=False)
     if not store.exists():
         raise BenchError(f"no result store at {store}; run `bench run --suite {suite}` first")
     db = open_store(store)
@@ -375,8 +389,10 @@ def profile(
     jobs: Annotated[
         int, typer.Option("--jobs", min=1, help="Workers for the wall-time estimate.")
     ] = 2,
+    device: DeviceOpt = None,
 ) -> None:
-    """Where the stored jobs' time went: per stage, task, kind of job, and the slowest jobs."""
+    """Where the stored jobs' time went: per stage, task, kind of job, and the slowest jobs
+    (with --suite: its jobs on --device, default the suite's, else cpu)."""
     from bench.report.profile import profile_lines
     from bench.store_guard import open_store
 
@@ -386,7 +402,7 @@ def profile(
     if suite is not None:
         from bench.api import expand_suite
 
-        _, suite_jobs = expand_suite(suite)
+        _, suite_jobs = expand_suite(suite, device=device, check_device=False)
         hashes = list(dict.fromkeys(j.hash for j in suite_jobs))
     db = open_store(store)
     try:

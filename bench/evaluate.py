@@ -17,10 +17,11 @@ import torch
 
 from bench.cache import ArtifactCache
 from bench.certify.audit.core import audit_mechanism
+from bench.device import is_accelerator, job_device, to_cpu
 from bench.errors import ConfigError, MechanismOutputError
 from bench.hashing import derive_seed, digest, seeded_init
 from bench.jobs import Job
-from bench.metrics import MetricResult
+from bench.metrics import NONDETERMINISTIC_OPS, MetricResult
 from bench.metrics.reconstruction import l1, l2, mse, psnr, ssim
 from bench.metrics.stats import scalar, summarize
 from bench.metrics.utility import accuracy, auc
@@ -75,10 +76,13 @@ def _check_tensor(t: torch.Tensor, shape: tuple[int, ...], who: str) -> None:
 
 
 def _release(mech: Mechanism, x: torch.Tensor, seed: int, who: str) -> tuple[Release, float]:
-    """Release `x` with the job's release stream; returns the release and ms per sample."""
+    """Release `x` with the job's release stream; returns the release (on the CPU, where it
+    is scored and attacked from) and ms per sample."""
     gen = torch.Generator().manual_seed(derive_seed(seed, "release"))
     start = time.perf_counter()
     release = mech.release(x, gen)
+    if isinstance(release, Release):
+        release = release.cpu()
     elapsed_ms = 1000 * (time.perf_counter() - start) / max(1, len(x))
     _check_release(release, len(x), who)
     return release, elapsed_ms
@@ -88,7 +92,7 @@ def utility_metrics(
     task: Task, mech: Mechanism, release: Release, y: torch.Tensor, who: str
 ) -> dict[str, MetricResult]:
     """Utility over released samples, plus the release rate (⊥ answers are not scored)."""
-    scores = mech.predict(release)
+    scores = to_cpu(mech.predict(release))
     _check_tensor(scores, (len(y), task.num_classes), f"{who}: predict()")
     kept = release.released
     out = {"release_rate": summarize(kept.double().numpy())}
@@ -188,7 +192,7 @@ def attack_metrics(
         x, aux = embeddings[x], embeddings[aux]
         task = _EmbeddingView(task)  # type: ignore[assignment]
     if task.modality in DISCRETE:
-        ranks = attack.ranked(release, 5)
+        ranks = to_cpu(attack.ranked(release, 5))
         _check_tensor(ranks[..., 0].float(), tuple(x.shape), f"{who}: ranked()")
         x_hat = ranks[..., 0]
         public_ids = tuple(getattr(task, "public_ids", ()))
@@ -198,7 +202,7 @@ def attack_metrics(
 
         outputs = ranks
     else:
-        x_hat = attack.reconstruct(release)
+        x_hat = to_cpu(attack.reconstruct(release))
         _check_tensor(x_hat, tuple(x.shape), f"{who}: reconstruct()")
 
         def score(a: torch.Tensor, b: torch.Tensor) -> dict[str, MetricResult]:
@@ -227,22 +231,32 @@ def attack_metrics(
 def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
     """Execute `job` from scratch (cached artifacts aside) and return its metrics, with
     torch pinned to the job's own thread count and its global RNG seeded from the job's
-    config, whatever process, executor or job order runs it (bench.threads)."""
+    config, whatever process, executor or job order runs it (bench.threads), on the job's
+    device (bench.device). On an accelerator the row also says whether an op without a
+    deterministic kernel ran (`nondeterministic_ops`, 0 or 1), so `bench compare` holds it
+    to its tolerance rather than to exact equality."""
     global_seed = int(digest(job.config()), 16)  # the config, not the code: stable across edits
-    with pinned_threads(job.threads), seeded_init(global_seed, "job-global-rng"):
-        return _run_job(job, cache_root, progress)
+    with (
+        pinned_threads(job.threads),
+        job_device(job.device) as on,
+        seeded_init(global_seed, "job-global-rng"),
+    ):
+        outcome = _run_job(job, cache_root, progress, on.device)
+    if is_accelerator(on.device):
+        outcome.metrics[NONDETERMINISTIC_OPS.name] = scalar(float(on.nondeterministic))
+    return outcome
 
 
-def _run_job(job: Job, cache_root: Path, progress: bool) -> JobOutcome:
+def _run_job(job: Job, cache_root: Path, progress: bool, device: torch.device) -> JobOutcome:
     start = time.perf_counter()
     task = make_task(job.task, job.task_options)
     splits = task.splits()
-    cache = ArtifactCache(cache_root)
+    cache = ArtifactCache(cache_root, device=device)
     mech: Mechanism = MECHANISMS.get(job.mechanism)(**job.params)
     who = f"mechanism {job.mechanism}"
 
     t0 = time.perf_counter()
-    mech.fit(task, splits, FitContext(job.seed, cache, progress))
+    mech.fit(task, splits, FitContext(job.seed, cache, progress, device))
     # Fit cost as if built from scratch: cached artifacts count at their recorded build time.
     fit_s = time.perf_counter() - t0 - cache.seconds_inside + cache.build_seconds
 
@@ -272,14 +286,14 @@ def _run_job(job: Job, cache_root: Path, progress: bool) -> JobOutcome:
     queried = RepeatedQueries(mech, queries) if queries > 1 else mech
     head = splits.test.head(job.attack_samples).x
     inputs_gen = torch.Generator().manual_seed(derive_seed(job.seed, "attack-inputs"))
-    target_x = mech.attack_inputs(head, inputs_gen)
+    target_x = to_cpu(mech.attack_inputs(head, inputs_gen))
     _check_tensor(target_x, tuple(head.shape), f"{who}: attack_inputs()")
     release, _ = _release(queried, target_x, job.seed, who)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     inside0, built0 = cache.seconds_inside, cache.build_seconds
-    attack_ctx = FitContext(derive_seed(job.seed, "attack"), cache, progress)
+    attack_ctx = FitContext(derive_seed(job.seed, "attack"), cache, progress, device)
     attack.fit(queried, task, splits.aux, attack_ctx)  # type: ignore[arg-type]
-    table = mech.embedding_table()
+    table = to_cpu(mech.embedding_table())
     metrics, x_hat = attack_metrics(
         task, attack, release, target_x, splits.aux.x, mech.may_abstain, table
     )

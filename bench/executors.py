@@ -34,6 +34,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Protocol, cast
 
+from bench.device import device_kind
 from bench.errors import ConfigError
 from bench.evaluate import JobOutcome, run_job
 from bench.jobs import Job
@@ -289,9 +290,13 @@ def _kill_alive(workers: list[BaseProcess]) -> None:
 
 
 def job_resources(job: Job) -> dict[str, float]:
-    """CPUs and GPUs a job asks for: its thread count and its mechanism's `num_gpus`."""
+    """CPUs and GPUs a job asks for: its thread count, and its mechanism's `num_gpus`, at
+    least one for a job that runs on CUDA (bench.device), so Ray places it on a GPU node."""
     wanted = getattr(MECHANISMS.get(job.mechanism), "resources", None) or {}
-    return {"num_cpus": float(job.threads), "num_gpus": float(wanted.get("num_gpus", 0))}
+    gpus = float(wanted.get("num_gpus", 0))
+    if device_kind(job.device) == "cuda":
+        gpus = max(gpus, 1.0)
+    return {"num_cpus": float(job.threads), "num_gpus": gpus}
 
 
 class RayExecutor:

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from bench.device import device_kind
 from bench.errors import ConfigError
 from bench.hashing import digest, files_digest
 from bench.protocols import Task
@@ -64,22 +65,23 @@ class Job:
     # Intra-op threads the job runs with (bench.threads); fixed by the mechanism's code,
     # which the code hash covers, so it is not hashed again.
     threads: int = 1
+    # Where the job runs (bench.device): "cpu", "cuda", "cuda:N" or "mps". An accelerator's
+    # kernels give other floats than the CPU's, so its kind (not its index) is part of the
+    # hash; the CPU is not, so CPU jobs keep the hashes they had before devices existed.
+    device: str = "cpu"
     hash: str = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self,
-            "hash",
-            digest(
-                {
-                    "config": self.config(),
-                    "task_version": self.task_version,
-                    "data": self.data_hash,
-                    "code": self.code_hash,
-                },
-                length=20,
-            ),
-        )
+        identity = {
+            "config": self.config(),
+            "task_version": self.task_version,
+            "data": self.data_hash,
+            "code": self.code_hash,
+        }
+        kind = device_kind(self.device)
+        if kind != "cpu":
+            identity["device"] = kind
+        object.__setattr__(self, "hash", digest(identity, length=20))
 
     def config(self) -> dict[str, Any]:
         """The resolved configuration (defaults filled in) that defines this job."""
@@ -185,9 +187,11 @@ def expand(
     task: str | None = None,
     mechanism: str | None = None,
     attack: str | None = None,
+    device: str = "cpu",
 ) -> list[Job]:
-    """All jobs of a suite, optionally filtered; utility jobs (attack None) always included
-    for the selected (task, mechanism) pairs."""
+    """All jobs of a suite, optionally filtered, to run on `device` (a resolved device
+    string, bench.device); utility jobs (attack None) always included for the selected
+    (task, mechanism) pairs."""
     jobs: list[Job] = []
     for t_entry in suite.tasks:
         if task is not None and t_entry.name != task:
@@ -241,6 +245,7 @@ def expand(
                                     task_cls, m_cls, *a_classes, audited=a_name is None
                                 ),
                                 threads=threads_for(m_cls),
+                                device=device,
                             )
                         )
     return jobs

@@ -1,5 +1,7 @@
 """Suite files: a named, versioned grid of tasks x mechanisms (parameter sweeps) x attacks
 x seeds, stored as TOML under bench/suites/ (or given by path). Unknown keys are errors.
+An optional top-level `device` (cpu, cuda, cuda:N, mps, auto; bench.device) says where its
+jobs run; `bench run --device` overrides it.
 
 Example:
 
@@ -28,7 +30,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench.errors import ConfigError, SuiteFileError, UnknownNameError
+from bench.device import parse_device
+from bench.errors import ConfigError, DeviceError, SuiteFileError, UnknownNameError
 from bench.params import normalise_options
 from bench.registry import ATTACKS, MECHANISMS, TASKS
 
@@ -38,6 +41,7 @@ _TOP_KEYS = {
     "description",
     "seeds",
     "attack_samples",
+    "device",
     "task",
     "mechanism",
     "attack",
@@ -80,6 +84,9 @@ class Suite:
     mechanisms: tuple[Entry, ...]
     attacks: tuple[Entry, ...]
     source: str
+    # Where the suite's jobs run unless `bench run --device` says otherwise (bench.device);
+    # None: the CPU.
+    device: str | None = None
 
 
 def suite_dir() -> Path:
@@ -134,6 +141,22 @@ def _int(raw: dict[str, Any], key: str, default: int, source: str) -> int:
     return value
 
 
+def _device(raw: dict[str, Any], source: str) -> str | None:
+    """The suite's `device` key, checked like any other key (its availability is checked
+    when a run starts, bench.device.resolve_device); None when absent."""
+    if "device" not in raw:
+        return None
+    value = raw["device"]
+    if not isinstance(value, str):
+        raise _fail(
+            source, f"'device' must be a string (cpu, cuda, cuda:N, mps, auto), got {value!r}"
+        )
+    try:
+        return parse_device(value, "'device'")
+    except DeviceError as exc:
+        raise _fail(source, str(exc)) from exc
+
+
 def _entries(raw: dict[str, Any], kind: str, allowed: set[str], source: str) -> tuple[Entry, ...]:
     tables = raw.get(kind, [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -186,6 +209,7 @@ def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
         mechanisms=_entries(raw, "mechanism", _MECH_KEYS, source),
         attacks=_entries(raw, "attack", _ATTACK_KEYS, source),
         source=source,
+        device=_device(raw, source),
     )
     _check_components(suite)
     return suite

@@ -114,7 +114,20 @@ _REFERENCE = (
     ),
 )
 
-METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (*_BUILTIN, *_OVER_ALL, *_REFERENCE)}
+# Accelerator jobs only (bench.device): whether torch ran an op without a deterministic
+# kernel, so the row's numbers may move between reruns; `bench compare` then applies its
+# tolerance instead of exact equality. CPU jobs never report it (they are deterministic).
+NONDETERMINISTIC_OPS = MetricSpec(
+    "nondeterministic_ops",
+    "lower",
+    "reference",
+    "accelerator jobs: share of seeds in which an op without a deterministic kernel ran "
+    "(0: the numbers are reproducible on the same device kind)",
+)
+
+METRICS: dict[str, MetricSpec] = {
+    spec.name: spec for spec in (*_BUILTIN, *_OVER_ALL, *_REFERENCE, NONDETERMINISTIC_OPS)
+}
 
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
@@ -141,4 +154,11 @@ def metric_spec(name: str) -> MetricSpec:
         raise UnknownNameError(f"unknown metric {name!r}; known metrics: {known}") from None
 
 
-__all__ = ["METRICS", "MetricResult", "MetricSpec", "metric_spec", "register_metric"]
+__all__ = [
+    "METRICS",
+    "NONDETERMINISTIC_OPS",
+    "MetricResult",
+    "MetricSpec",
+    "metric_spec",
+    "register_metric",
+]

@@ -9,7 +9,10 @@ Baseline rows, or metrics of a row, that the candidate lacks fail the comparison
 
 Every non-timing metric whose value or CI differs at all is counted too; `exact=True`
 (`bench compare --exact`) fails on any such difference, for changes that must not move a
-single number (a refactor, a re-run of the same code).
+single number (a refactor, a re-run of the same code). Settings where an accelerator job
+ran an op without a deterministic kernel (`nondeterministic_ops` > 0 on a row of theirs, in
+either leaderboard; bench.device) cannot promise that: their metrics count as different only
+beyond their tolerance. The flag itself is not compared (a CPU board has none).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.errors import ConfigError
-from bench.metrics import METRICS, metric_spec
+from bench.metrics import METRICS, NONDETERMINISTIC_OPS, metric_spec
 from bench.report.keys import RowKey, row_key
 from bench.report.provenance import check_comparable
 
@@ -64,6 +67,8 @@ class CompareReport:
     compared: int = 0  # non-timing metrics of matched rows
     differing: list[MetricChange] = field(default_factory=list)  # value or CI not equal
     exact: bool = False
+    # Matched rows of settings with nondeterministic ops: held to tolerance, not equality.
+    tolerant_rows: int = 0
 
     @property
     def ok(self) -> bool:
@@ -95,6 +100,11 @@ class CompareReport:
             f"{len(self.regressions)} regressions, {len(self.improvements)} improvements, "
             f"{len(self.missing)} missing, {len(self.added)} added; "
             f"{len(self.differing)} of {self.compared} non-timing metrics differ"
+            + (
+                f" ({self.tolerant_rows} rows with nondeterministic ops held to tolerance)"
+                if self.tolerant_rows
+                else ""
+            )
         )
 
 
@@ -147,16 +157,36 @@ def _classify(
     return ("regression" if worse else "improvement"), change
 
 
+def _setting(key: RowKey) -> tuple[str, str, str]:
+    return key.task, key.mechanism, key.params
+
+
+def nondeterministic_settings(*docs: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """(task, mechanism, params) of every setting with a row reporting nondeterministic ops
+    (an accelerator job that ran an op without a deterministic kernel), in any of `docs`."""
+    name = NONDETERMINISTIC_OPS.name
+    return {
+        _setting(row_key(row))
+        for doc in docs
+        for row in doc.get("rows", [])
+        if float((row.get("metrics") or {}).get(name, {}).get("value", 0.0) or 0.0) > 0
+    }
+
+
 def _compare_row(
     report: CompareReport,
     key: RowKey,
     base: dict[str, Any],
     cand: dict[str, Any],
     tolerances: tuple[float, dict[str, float], float],
+    tolerant: bool = False,
 ) -> None:
-    """Add one matched row's regressions, improvements and missing metrics to `report`."""
+    """Add one matched row's regressions, improvements and missing metrics to `report`; a
+    `tolerant` row (nondeterministic ops) differs only beyond its tolerance."""
     unknown = set(report.unknown_metrics)
     for name in sorted(base["metrics"]):
+        if name == NONDETERMINISTIC_OPS.name:  # steers the tolerance; not a result itself
+            continue
         if name not in cand["metrics"]:
             report.missing.append(Missing(key, name))
             continue
@@ -168,7 +198,11 @@ def _compare_row(
         verdict, change = _classify(key, name, b, c, tol)
         if METRICS[name].kind != "cost":
             report.compared += 1
-            if (b["value"], list(b["ci"])) != (c["value"], list(c["ci"])):
+            moved = (b["value"], list(b["ci"])) != (c["value"], list(c["ci"]))
+            beyond = abs(change.candidate - change.baseline) > tol * max(
+                abs(change.baseline), REL_FLOOR
+            )
+            if moved and (beyond or not tolerant):
                 report.differing.append(change)
         if verdict == "regression":
             report.regressions.append(change)
@@ -197,13 +231,16 @@ def compare(
     check_comparable(baseline, candidate)
     tolerances = (tolerance, dict(metric_tolerances or {}), cost_tolerance)
     base_rows, cand_rows = _index(baseline), _index(candidate)
+    loose = nondeterministic_settings(baseline, candidate)
     report = CompareReport(exact=exact)
     for key in sorted(base_rows, key=_sort_key):
         if key not in cand_rows:
             report.missing.append(Missing(key))
             continue
         report.matched += 1
-        _compare_row(report, key, base_rows[key], cand_rows[key], tolerances)
+        tolerant = _setting(key) in loose
+        report.tolerant_rows += tolerant
+        _compare_row(report, key, base_rows[key], cand_rows[key], tolerances, tolerant)
     report.added = sorted((k for k in cand_rows if k not in base_rows), key=_sort_key)
     return report
 

@@ -19,6 +19,7 @@ PROVENANCE_KEYS = (
     "code_version",
     "suite_version",
     "torch_threads",
+    "device",
 )
 # Rows compare only when these agree; the code version is what a comparison is about.
 COMPARABLE_KEYS = ("task_version", "data_hash")
@@ -46,8 +47,9 @@ def _joined(values: set[str]) -> str:
 
 def provenance_of(jobs: list[Job], suite_version: str) -> dict[str, str]:
     """task_version, data_hash, code_version ("<bench version>+<code hash>", a hash of the
-    sorted code hashes when the jobs used different code), suite_version and torch_threads
-    (the intra-op thread count the jobs ran with, bench.threads) of `jobs`."""
+    sorted code hashes when the jobs used different code), suite_version, torch_threads
+    (the intra-op thread count the jobs ran with, bench.threads) and device (where they ran,
+    bench.device) of `jobs`."""
     hashes = sorted({job.code_hash for job in jobs})
     code = hashes[0] if len(hashes) == 1 else digest(hashes)
     return {
@@ -56,6 +58,7 @@ def provenance_of(jobs: list[Job], suite_version: str) -> dict[str, str]:
         "code_version": f"{__version__}+{code}",
         "suite_version": str(suite_version),
         "torch_threads": _joined({str(job.threads) for job in jobs}),
+        "device": _joined({job.device for job in jobs}),
     }
 
 
