@@ -28,7 +28,9 @@ class RepeatedQueries:
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
         base = int(torch.randint(0, 2**62, (1,), generator=generator))
         releases = [
-            self.mechanism.release(x, torch.Generator().manual_seed(derive_seed(base, f"q{i}")))
+            self.mechanism.release(
+                x, torch.Generator().manual_seed(derive_seed(base, f"q{i}"))
+            ).cpu()  # averaged on the CPU, where releases are handed over
             for i in range(self.k)
         ]
         answered = torch.stack([r.released for r in releases]).float()  # (k, N)

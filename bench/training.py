@@ -1,4 +1,7 @@
-"""Training of utility models, shared by all mechanisms and cached per (task, data, seed)."""
+"""Training of utility models, shared by all mechanisms and cached per (task, data, seed).
+
+Training runs where the model is (bench.device): the data goes there once, batches are
+drawn by index from the CPU generator, so the CPU path is exactly what it was."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from bench.device import module_device, to_device
 from bench.hashing import files_digest, seeded_init
 from bench.protocols import DataSplit, FitContext, Task
 
@@ -27,20 +31,23 @@ def train_classifier(
     progress: bool = False,
     desc: str = "train",
 ) -> nn.Module:
-    """Train `model` with Adam and cross-entropy; batches drawn from `generator` only.
+    """Train `model` with Adam and cross-entropy on the model's device; batches drawn from
+    `generator` only.
 
-    `transform` (e.g. the mechanism's noise) is applied to each batch before the
-    forward pass, which is how noise-aware training plugs in.
+    `transform` (e.g. the mechanism's noise) is applied to each batch (on that device)
+    before the forward pass, which is how noise-aware training plugs in.
     """
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
+    device = module_device(model)
+    xs, ys = to_device(data.x, device), to_device(data.y, device)
     n = len(data)
     steps = tqdm(range(epochs), desc=desc, disable=not progress, leave=False)
     for _ in steps:
-        order = torch.randperm(n, generator=generator)
+        order = to_device(torch.randperm(n, generator=generator), device)
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
-            x, y = data.x[idx], data.y[idx]
+            x, y = xs[idx], ys[idx]
             if transform is not None:
                 x = transform(x, generator)
             loss = nn.functional.cross_entropy(model(x), y)
@@ -53,13 +60,17 @@ def train_classifier(
 
 @torch.no_grad()
 def predict_scores(model: nn.Module, x: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
-    """Class scores of `model` on `x`, in eval mode and batches."""
+    """Class scores of `model` on `x`, in eval mode and batches, on the model's device."""
     model.eval()
-    return torch.cat([model(x[i : i + batch_size]) for i in range(0, len(x), batch_size)])
+    device = module_device(model)
+    return torch.cat(
+        [model(to_device(x[i : i + batch_size], device)) for i in range(0, len(x), batch_size)]
+    )
 
 
 def utility_model(task: Task, ctx: FitContext, arch: str = "default") -> nn.Module:
-    """The task's utility model trained on clean train data with the job seed (cached)."""
+    """The task's utility model trained on clean train data with the job seed (cached), on
+    the job's device."""
     epochs = int(task.config().get("train_epochs", 3))
     recipe = {
         "artifact": "utility-model",
@@ -73,7 +84,7 @@ def utility_model(task: Task, ctx: FitContext, arch: str = "default") -> nn.Modu
 
     def build() -> dict[str, torch.Tensor]:
         with seeded_init(ctx.seed, "utility-model-init"):
-            model = task.model(arch)
+            model = task.model(arch).to(ctx.device)  # initialised on the CPU, then moved
         train_classifier(
             model,
             task.splits().train,
@@ -86,5 +97,4 @@ def utility_model(task: Task, ctx: FitContext, arch: str = "default") -> nn.Modu
 
     model = task.model(arch)
     model.load_state_dict(ctx.cache.get_or_build(recipe, build))
-    model.eval()
-    return model
+    return model.to(ctx.device).eval()

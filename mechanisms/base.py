@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from bench.device import to_cpu, to_device
 from bench.protocols import FitContext, Mechanism, NoiseModel, Release, Splits, Task
 from bench.training import predict_scores, utility_model
 
@@ -17,13 +18,14 @@ class InputSpaceMechanism(Mechanism):
 
     The encoder is the identity, so white-box attacks see the noise model directly. On a
     discrete task the release is the split intermediate of the task's model on the
-    looked-up embeddings, plus noise (`discrete_fit`).
+    looked-up embeddings, plus noise (`discrete_fit`). Models and noise draws are on the
+    job's device; releases and predictions are handed back on the CPU.
     """
 
     modalities = frozenset({"image", "tabular", "vector"})
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
-        self.task = task
+        self.task, self.device = task, ctx.device
         if task.modality in DISCRETE:
             self.discrete_fit(task, ctx)
             return
@@ -42,13 +44,14 @@ class InputSpaceMechanism(Mechanism):
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
         split = getattr(self, "_split", None)
+        x = to_device(x, self.device)
         values = x.clone() if split is None else split.encode(x)
         if self._noise is not None:
-            values = values + self._noise.sample(values.shape, generator)
-        return Release.all_released(values)
+            values = values + self._noise.sample(values.shape, generator, values.device)
+        return Release.all_released(values).cpu()
 
     def predict(self, release: Release) -> torch.Tensor:
-        return predict_scores(self.model, release.values)
+        return to_cpu(predict_scores(self.model, release.values))
 
     def encoder(self) -> nn.Module:
         split = getattr(self, "_split", None)

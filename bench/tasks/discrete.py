@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.device import on_device, to_device
 from bench.protocols import FitContext
 from bench.tasks.sized import SizedTask
 
@@ -29,10 +30,21 @@ class EmbeddingSplit:
     server: nn.Module  # intermediate -> class scores (N, C)
     trainable: str = ""  # submodule of `server` that noise-aware tuning trains ("" = all)
 
+    def to(self, device: torch.device | str) -> EmbeddingSplit:
+        """This split with its table and parts on `device` (itself when they are there; moved
+        parts are copies, since a task's backbone is shared by the splits cut from it)."""
+        table = to_device(self.table, device)
+        client, server = on_device(self.client, device), on_device(self.server, device)
+        if table is self.table and client is self.client and server is self.server:
+            return self
+        return EmbeddingSplit(table, client, server, self.trainable)
+
     @torch.no_grad()
     def encode(self, ids: torch.Tensor) -> torch.Tensor:
-        """The noiseless intermediate of a batch of ids, computed in batches."""
+        """The noiseless intermediate of a batch of ids, computed in batches on the table's
+        device."""
         self.client.eval()
+        ids = to_device(ids, self.table.device)
         parts = [
             self.client(self.table[ids[i : i + ENCODE_BATCH]])
             for i in range(0, len(ids), ENCODE_BATCH)

@@ -146,7 +146,7 @@ class MovieLens(DiscreteTask):
 
         def build() -> dict[str, torch.Tensor]:
             with seeded_init(ctx.seed, "ncf-init"):
-                model = self.model()
+                model = self.model().to(ctx.device)
             train_classifier(
                 model,
                 self.splits().train,
@@ -160,5 +160,5 @@ class MovieLens(DiscreteTask):
 
         model = self.model()
         model.load_state_dict(ctx.cache.get_or_build(recipe, build))
-        model.eval().requires_grad_(False)
+        model.to(ctx.device).eval().requires_grad_(False)
         return EmbeddingSplit(model.embedding.weight.detach(), model.client(), model.rest)

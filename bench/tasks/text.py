@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from bench.device import to_device
 from bench.errors import ConfigError
 from bench.hashing import files_digest, seeded_init
 from bench.protocols import DataSplit, FitContext, Splits
@@ -175,8 +176,8 @@ class SST2(DiscreteTask):
         }
 
         def build() -> torch.Tensor:
-            whole = self._cut(nn.Linear(1, 1), -1)
-            ids = self.splits().train.x
+            whole = self._cut(nn.Linear(1, 1), -1).to(ctx.device)
+            ids = to_device(self.splits().train.x, ctx.device)
             parts = []
             with torch.no_grad():
                 batches = range(0, len(ids), ENCODE_BATCH)
@@ -189,7 +190,8 @@ class SST2(DiscreteTask):
 
     def split_model(self, ctx: FitContext, split: str | None = None) -> EmbeddingSplit:
         """The frozen encoder cut after block `split` (default: the task's), with the
-        sentiment head fine-tuned on the clean train split (cached per data and seed)."""
+        sentiment head fine-tuned on the clean train split (cached per data and seed), on
+        the job's device."""
         split = split or self.split
         if split not in SPLITS:
             raise ConfigError(f"task sst2: split must be one of {', '.join(SPLITS)}, got {split!r}")
@@ -204,7 +206,7 @@ class SST2(DiscreteTask):
 
         def build() -> dict[str, torch.Tensor]:
             with seeded_init(ctx.seed, "sst2-head-init"):
-                head = nn.Linear(hidden_size(net), self.num_classes)
+                head = nn.Linear(hidden_size(net), self.num_classes).to(ctx.device)
             data = DataSplit(self._features(ctx), self.splits().train.y)
             gen = ctx.generator("sst2-head")
             train_classifier(head, data, epochs=self.train_epochs, generator=gen, batch_size=64)
@@ -212,7 +214,7 @@ class SST2(DiscreteTask):
 
         head = nn.Linear(hidden_size(net), self.num_classes)
         head.load_state_dict(ctx.cache.get_or_build(recipe, build))
-        cut = self._cut(head.eval().requires_grad_(False), SPLITS[split])
+        cut = self._cut(head.eval().requires_grad_(False), SPLITS[split]).to(ctx.device)
         cut.client.eval()
         cut.server.eval()
         return cut

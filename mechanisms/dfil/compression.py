@@ -17,6 +17,7 @@ by Gaussian JVP probes (E_v[(J_f v)(J_f v)^T] = J_f J_f^T, Hutchinson 1990). Eve
 recalibrates sigma = sqrt(target Tr(W G W^T) / d) (the dFIL calibration, seed paper Eqs.
 4-5) for the current W, with its gradient, so the encoder sees the noise its Jacobian buys.
 The served sigma is NOT this one: `dfil` recalibrates on the final encoder with exact traces.
+Everything runs on the device of the base split (the job's, bench.device).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import torch
 from torch import nn
 from torch.func import jvp
 
+from bench.device import randn, to_device
 from bench.errors import ConfigError
 from bench.hashing import files_digest, seeded_init, tensor_digest
 from bench.protocols import DataSplit, FitContext, Task
@@ -94,13 +96,13 @@ def feature_gram(
     weight = _affine_weight(client.base)
     if weight is not None:
         return weight @ weight.T
-    ids = ids[:GRAM_SAMPLES]
-    total = torch.zeros(())
+    ids = to_device(ids[:GRAM_SAMPLES], table.device)
+    total = torch.zeros((), device=table.device)
     with torch.no_grad():
         for start in range(0, len(ids), ENCODE_BATCH):
             batch = table[ids[start : start + ENCODE_BATCH]].clone()
             for _ in range(GRAM_PROBES):
-                v = torch.randn(batch.shape, generator=generator, dtype=batch.dtype)
+                v = randn(batch.shape, generator, batch.device, batch.dtype)
                 cols = jvp(client.features, (batch,), (v,))[1].double()
                 total = total + cols.T @ cols
     return total / (GRAM_PROBES * len(ids))
@@ -131,16 +133,19 @@ def train_bottleneck(
     generator: torch.Generator,
 ) -> None:
     """Adam on cross-entropy over (bottleneck, server) from precomputed features `data.x`;
-    noise-aware: N(0, sigma^2) at the split with sigma recalibrated at every step."""
+    noise-aware: N(0, sigma^2) at the split with sigma recalibrated at every step. Runs on
+    the bottleneck's device."""
     params = [*client.compress.parameters(), *server.parameters()]
     opt = torch.optim.Adam(params, lr=recipe.lr)
+    device = client.compress.weight.device
+    xs, ys, gram = (to_device(t, device) for t in (data.x, data.y, gram))
     server.train()
     for _ in range(recipe.epochs):
-        order = torch.randperm(len(data), generator=generator)
+        order = to_device(torch.randperm(len(data), generator=generator), device)
         for start in range(0, len(data), recipe.batch_size):
             idx = order[start : start + recipe.batch_size]
-            e = client.compress(data.x[idx])
-            loss = torch.zeros((), dtype=torch.float64)
+            e = client.compress(xs[idx])
+            loss = torch.zeros((), dtype=torch.float64, device=device)
             if recipe.target is not None or recipe.snr_reg > 0:
                 trace = bottleneck_trace(client.compress, gram)
                 if recipe.snr_reg > 0:
@@ -148,8 +153,8 @@ def train_bottleneck(
                 if recipe.target is not None:
                     # sigma for mean dFIL = 1/target (Eqs. 4-5), for the current W.
                     sigma = torch.sqrt(recipe.target * trace / input_dim).float()
-                    e = e + sigma * torch.randn(e.shape, generator=generator)
-            loss = loss + nn.functional.cross_entropy(server(e), data.y[idx])
+                    e = e + sigma * randn(e.shape, generator, device)
+            loss = loss + nn.functional.cross_entropy(server(e), ys[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -157,7 +162,8 @@ def train_bottleneck(
 
 
 def _features(client: CompressedClient, table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """Frozen pooled features of `ids`, in batches."""
+    """Frozen pooled features of `ids`, in batches (on the table's device)."""
+    ids = to_device(ids, table.device)
     with torch.no_grad():
         return torch.cat(
             [
@@ -199,7 +205,7 @@ def compressed_split(
     on the task's train split per `recipe` (cached per task, data, seed, base and recipe)."""
     train = task.splits().train
     with torch.no_grad():
-        probe = base.client(base.table[train.x[:1]])
+        probe = base.client(base.table[to_device(train.x[:1], base.table.device)])
     width = int(probe.shape[-1]) if probe.dim() > 2 else int(probe[0].numel())
     if k >= width:
         raise ConfigError(
@@ -209,8 +215,10 @@ def compressed_split(
     classes = int(task.num_classes)
 
     def fresh() -> tuple[CompressedClient, nn.Module]:
-        with seeded_init(ctx.seed, "dfil-compression-init"):
-            return CompressedClient(base.client, width, k), decompressing_server(k, classes)
+        with seeded_init(ctx.seed, "dfil-compression-init"):  # initialised on the CPU
+            client = CompressedClient(base.client, width, k)
+            server = decompressing_server(k, classes)
+        return client.to(ctx.device), server.to(ctx.device)
 
     client, server = fresh()
     key = {

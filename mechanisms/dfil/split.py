@@ -29,6 +29,7 @@ from bench.certify.fisher.score_matching import (
     gaussian_prior_term,
 )
 from bench.certify.fisher.trace import jacobian_trace, jacobian_trace_estimate
+from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import seeded_init, source_digest, tensor_digest
 from bench.metrics import MetricResult
@@ -169,21 +170,22 @@ class FisherSplitMechanism(Mechanism):
 
         def build() -> dict[str, torch.Tensor]:
             with seeded_init(ctx.seed, f"{self.name}-init"):
-                model = self._fresh_image_model(task, arch)
+                model = self._fresh_image_model(task, arch).to(ctx.device)
             gen = ctx.generator(f"{self.name}-train")
             train_split(model, splits.train, training, gen, progress=ctx.progress)
             return model.state_dict()
 
         model = self._fresh_image_model(task, arch)
         model.load_state_dict(ctx.cache.get_or_build(recipe, build))
-        return model.eval()
+        return model.to(ctx.device).eval()
 
     def _projection_model(self, task: Task, ctx: FitContext) -> SplitModel:
         """Fixed orthonormal projection; the server is the task's clean utility model behind
         least-squares decoding (exactly x when there is no noise)."""
         d = math.prod(task.input_shape)
         server = copy.deepcopy(utility_model(task, ctx))
-        return projection_model(d, int(self.params["proj_dim"]), server, ctx.generator("proj"))
+        proj = projection_model(d, int(self.params["proj_dim"]), server, ctx.generator("proj"))
+        return proj.to(ctx.device)  # the projection is drawn on the CPU (float64 QR)
 
     def build_model(self, task: Task, splits: Splits, ctx: FitContext) -> SplitModel:
         arch = self._arch(task)
@@ -216,7 +218,7 @@ class FisherSplitMechanism(Mechanism):
             "code": source_digest(*CODE),
         }
 
-        def build() -> torch.Tensor:
+        def build() -> torch.Tensor:  # on the encoder's device; the cache keeps it on the CPU
             if exact:
                 traces = jacobian_trace(self._client, x)
                 return torch.stack([traces, torch.zeros_like(traces)])
@@ -231,7 +233,7 @@ class FisherSplitMechanism(Mechanism):
     def _encoding_dim(self, x: torch.Tensor) -> int:
         """Coordinates of the encoding of one sample of `x` (the output side of the trace)."""
         with torch.no_grad():
-            return int(self._client(x[:1])[0].numel())
+            return int(self._client(to_device(x[:1], self.device))[0].numel())
 
     def calibrate(self, mean_trace: float) -> float:
         """The release noise sigma for the current parameters."""
@@ -259,14 +261,17 @@ class FisherSplitMechanism(Mechanism):
             gen = torch.Generator().manual_seed(0)
             held = x[n_fit : n_fit + 1000]
             smoothing = float(self.params["smoothing"])
-            return vars(estimate_prior_term(x[:n_fit], held, gen, smoothing=smoothing))
+            prior = estimate_prior_term(
+                x[:n_fit], held, gen, smoothing=smoothing, device=ctx.device
+            )
+            return vars(prior)
 
         return PriorTerm(**ctx.cache.get_or_build(recipe, build))
 
     # ------------------------------------------------------------------- fit
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
-        self._cache = ctx.cache
+        self._cache, self.device = ctx.cache, ctx.device
         self._prior: PriorTerm | None = None  # computed when a bound or the claim needs it
         self._table: torch.Tensor | None = None
         self._exact_prior = callable(getattr(task, "gaussian_prior", None))
@@ -297,7 +302,8 @@ class FisherSplitMechanism(Mechanism):
         self._client = split.client.eval().requires_grad_(False)
         self._server = split.server.eval()
         self._input_dim = math.prod(task.input_shape) * int(split.table.shape[1])
-        calibration = split.table[splits.train.x[: int(self.params["calib_samples"])]]
+        ids = splits.train.x[: int(self.params["calib_samples"])]
+        calibration = split.table[to_device(ids, split.table.device)]
         self._mean_tr, self._mean_tr_se = self._mean_trace(calibration, ctx)
         self._sigma = self.calibrate(self._mean_tr)
 
@@ -312,15 +318,16 @@ class FisherSplitMechanism(Mechanism):
         return self._prior
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        x = to_device(x, self.device)
         if self._table is not None:
             e = self._split.encode(x)
-            return Release.all_released(e + self.noise().sample(e.shape, generator))
-        with torch.no_grad():
-            e = torch.cat([self._client(x[i : i + 512]) for i in range(0, len(x), 512)])
-        return Release.all_released(e + self.noise().sample(e.shape, generator))
+        else:
+            with torch.no_grad():
+                e = torch.cat([self._client(x[i : i + 512]) for i in range(0, len(x), 512)])
+        return Release.all_released(e + self.noise().sample(e.shape, generator, e.device)).cpu()
 
     def predict(self, release: Release) -> torch.Tensor:
-        return predict_scores(self._server, release.values)
+        return to_cpu(predict_scores(self._server, release.values))
 
     def encoder(self) -> nn.Module:
         return self._client
@@ -334,7 +341,8 @@ class FisherSplitMechanism(Mechanism):
     # ---------------------------------------------------------------- bounds
 
     def sample_traces(self, x: torch.Tensor) -> torch.Tensor:
-        """Exact Tr(J^T J) at each sample of `x` (cached: attacks on the same samples share)."""
+        """Exact Tr(J^T J) at each sample of `x` (cached: attacks on the same samples share),
+        computed on the encoder's device, handed back on the CPU."""
         recipe = {
             "artifact": "dfil-sample-traces",
             "encoder": module_digest(self._client),

@@ -41,7 +41,7 @@ def noise_tuned_server(
             DataSplit(split.encode(train.x), train.y),
             epochs=int(task.config().get("train_epochs", 3)),
             generator=ctx.generator("server-noise-tuning"),
-            transform=lambda h, g: h + noise.sample(h.shape, g),
+            transform=lambda h, g: h + noise.sample(h.shape, g, h.device),
             progress=ctx.progress,
             desc=f"{task.name} server noise tuning",
         )

@@ -24,6 +24,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from bench.certify.fisher.trace import hutchinson_trace
+from bench.device import module_device, randn, to_device
 from bench.protocols import DataSplit
 from mechanisms.dfil.smooth_nets import SplitModel
 
@@ -59,12 +60,12 @@ def _step_loss(
     if not needs_trace:
         return nn.functional.cross_entropy(model(x), y)
     trace, e = hutchinson_trace(model.client, x, generator)
-    loss = torch.zeros(())
+    loss = torch.zeros((), device=e.device)
     if recipe.snr_reg > 0:
         loss = loss + recipe.snr_reg * snr_penalty(trace, e).mean()
     if recipe.target is not None:
         sigma = math.sqrt(recipe.target * float(trace.detach().mean().clamp_min(0)) / input_dim)
-        e = e + sigma * torch.randn(e.shape, generator=generator)
+        e = e + sigma * randn(e.shape, generator, e.device)
     return loss + nn.functional.cross_entropy(model.server(e), y)
 
 
@@ -78,16 +79,19 @@ def train_split(
     desc: str = "split model",
 ) -> SplitModel:
     """Train the parameters of `model` that require grad with Adam on cross-entropy (plus
-    the optimisations in `recipe`); batches and noise come from `generator` only."""
+    the optimisations in `recipe`), on the model's device; batches and noise come from
+    `generator` only."""
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=recipe.lr)
     input_dim = math.prod(data.x.shape[1:])
+    device = module_device(model)
+    xs, ys = to_device(data.x, device), to_device(data.y, device)
     model.train()
     for _ in tqdm(range(recipe.epochs), desc=desc, disable=not progress, leave=False):
-        order = torch.randperm(len(data), generator=generator)
+        order = to_device(torch.randperm(len(data), generator=generator), device)
         for start in range(0, len(data), recipe.batch_size):
             idx = order[start : start + recipe.batch_size]
-            loss = _step_loss(model, data.x[idx], data.y[idx], recipe, input_dim, generator)
+            loss = _step_loss(model, xs[idx], ys[idx], recipe, input_dim, generator)
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.device import CPU, module_device, to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import derive_seed, files_digest, seeded_init
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
@@ -88,13 +89,15 @@ def train_soft(
     lr: float = LR,
 ) -> dict[str, torch.Tensor]:
     """Train `model` in place with SGD (LUCID's batch; lr LUCID's unless tuned) on
-    soft-label cross-entropy; returns its weights."""
+    soft-label cross-entropy, on the model's device; returns its weights."""
     generator = torch.Generator().manual_seed(derive_seed(seed, "alibi-batches"))
     optimiser = torch.optim.SGD(model.parameters(), lr=lr)
-    targets = targets.float()
+    device = module_device(model)
+    x, targets = to_device(x, device), to_device(targets.float(), device)
     model.train()
     for _ in range(epochs):
-        for idx in torch.randperm(len(x), generator=generator).split(BATCH):
+        for batch in torch.randperm(len(x), generator=generator).split(BATCH):
+            idx = to_device(batch, device)
             optimiser.zero_grad()
             F.cross_entropy(model(x[idx]), targets[idx]).backward()
             optimiser.step()
@@ -113,10 +116,12 @@ def train_alibi(
     seed: int,
     lr: float = LR,
     epochs: int | None = None,
+    device: torch.device = CPU,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """ALIBI's fit: noisy labels, posterior soft targets, training, `refine` rounds of
     model-prior refinement (each retrained from the same initialisation). Returns the
-    final weights and the final soft targets. `epochs` defaults to the task's."""
+    final weights and the final soft targets. `epochs` defaults to the task's. The labels
+    and posteriors are computed on the CPU (float64), the network trained on `device`."""
     epochs = epochs_of(task) if epochs is None else epochs
     k = task.num_classes
     noise = torch.Generator().manual_seed(derive_seed(seed, "alibi-label-noise"))
@@ -124,12 +129,13 @@ def train_alibi(
     base = noisy_frequencies(noisy, eps) if prior == "frequency" else torch.full((k,), 1.0 / k)
     targets = label_posterior(noisy, eps, base)
     with seeded_init(seed, "alibi-init"):
-        model = task.model()
+        model = task.model().to(device)  # initialised on the CPU, then moved
     init = {name: v.clone() for name, v in model.state_dict().items()}
     weights = train_soft(model, x, targets, epochs=epochs, seed=seed, lr=lr)
     for _ in range(refine):
         with torch.no_grad():
-            model_prior = torch.softmax(model(x).double(), dim=1)
+            logits = to_cpu(model(to_device(x, device)))
+            model_prior = torch.softmax(logits.double(), dim=1)
         targets = label_posterior(noisy, eps, model_prior)
         model.load_state_dict(init)
         weights = train_soft(model, x, targets, epochs=epochs, seed=seed, lr=lr)
@@ -182,6 +188,7 @@ class Alibi(LabelOnlyMechanism):
             seed=seed,
             lr=lr,
             epochs=epochs,
+            device=self.device,
         )
 
     def _proxy_model(
@@ -189,9 +196,10 @@ class Alibi(LabelOnlyMechanism):
     ) -> nn.Module:
         model = task.model()
         model.load_state_dict(self._train(task, data, lr, epochs, seed)[0])
-        return model.eval()
+        return model.to(self.device).eval()
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        self.device = ctx.device
         self.num_classes = task.num_classes
         self.memory = {}
         train = task.splits().train
@@ -232,7 +240,7 @@ class Alibi(LabelOnlyMechanism):
         self.soft_targets = state.pop("soft_targets")
         model = task.model()
         model.load_state_dict(state)
-        self.model = model.eval()
+        self.model = model.to(self.device).eval()
 
     def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         return torch.zeros(len(x), dtype=torch.bool)

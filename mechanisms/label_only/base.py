@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.certify.idp.bound import Groups
+from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
 from bench.protocols import Guarantee, Mechanism, Release
 from mechanisms.label_only.tuning import Choice, check_tune, tuning_params
@@ -103,10 +104,11 @@ class LabelOnlyMechanism(Mechanism):
         return torch.ones(len(x), dtype=torch.bool)
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        x = to_cpu(x)  # the decisions (bounds, memory, draws) are made on the CPU
         if self.answers_records:
             x = canonical_records(x, self.groups)
         with torch.no_grad():
-            logits = self.model(x)
+            logits = to_cpu(self.model(to_device(x, self.device)))
         predicted = logits.argmax(1)
         noisy = self.needs_noise(x, logits)
         labels = predicted.clone()
@@ -120,7 +122,7 @@ class LabelOnlyMechanism(Mechanism):
         return Release.all_released(one_hot, noised=noisy)
 
     def predict(self, release: Release) -> torch.Tensor:
-        return release.values
+        return to_cpu(release.values)
 
     def guarantee(self) -> Guarantee:
         params = {"eps": float(self.params["eps"]), **tuning_params(self.tuning)}

@@ -6,6 +6,8 @@ et al. 2017), and label queries are post-processing of the trained network.
 The noise multiplier is the smallest that Opacus's RDP accountant certifies for the target
 eps at the run's sampling rate and epochs (its binary search, `make_private_with_epsilon`),
 with per-sample clipping to `max_grad_norm`. eps = 0 is impossible for DP training.
+Training runs on the job's device (bench.device); Opacus then draws its noise from that
+device's global generator, seeded per network.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.device import CPU, rng_devices, to_device
 from bench.errors import ConfigError
 from bench.hashing import derive_seed, files_digest, seeded_init
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
@@ -41,9 +44,10 @@ def train_dp_sgd(
     max_grad_norm: float,
     seed: int,
     lr: float = LR,
+    device: torch.device = CPU,
 ) -> tuple[dict[str, torch.Tensor], float]:
-    """Train `model` with DP-SGD for (eps, delta); returns its weights and the noise
-    multiplier the accountant chose."""
+    """Train `model` with DP-SGD for (eps, delta) on `device` (batches are drawn on the CPU
+    and moved); returns its weights and the noise multiplier the accountant chose."""
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
@@ -52,9 +56,10 @@ def train_dp_sgd(
         batch_size=min(BATCH, len(x)),
         generator=torch.Generator().manual_seed(seed),
     )
+    model = model.to(device)
     optimiser = torch.optim.SGD(model.parameters(), lr=lr)
     engine = PrivacyEngine(accountant="rdp")
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=rng_devices(device)):
         torch.manual_seed(seed)  # Opacus draws its noise from the global generator
         try:
             private, optimiser, loader = engine.make_private_with_epsilon(
@@ -77,6 +82,7 @@ def train_dp_sgd(
             for xb, yb in loader:
                 if len(xb) == 0:  # Poisson sampling can draw an empty batch
                     continue
+                xb, yb = to_device(xb, device), to_device(yb, device)
                 optimiser.zero_grad()
                 F.cross_entropy(private(xb), yb).backward()
                 optimiser.step()
@@ -120,13 +126,15 @@ class DPSGD(LabelOnlyMechanism):
             max_grad_norm=float(self.params["max_grad_norm"]),
             seed=seed,
             lr=lr,
+            device=self.device,
         )
         self._sigma = sigma
         fresh = self._task.model()  # without the hooks Opacus left on `model`
         fresh.load_state_dict(weights)
-        return fresh.eval()
+        return fresh.to(self.device).eval()
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        self.device = ctx.device
         self.num_classes = task.num_classes
         self.memory = {}
         self._task = task
@@ -169,7 +177,7 @@ class DPSGD(LabelOnlyMechanism):
         self.noise_multiplier = float(state["noise_multiplier"])
         model = task.model()
         model.load_state_dict({k: v for k, v in state.items() if k != "noise_multiplier"})
-        self.model = model.eval()
+        self.model = model.to(self.device).eval()
 
     def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         return torch.zeros(len(x), dtype=torch.bool)

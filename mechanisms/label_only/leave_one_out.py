@@ -7,6 +7,10 @@ one SGD step of every model is a single `torch.func.vmap` of the per-model gradi
 each model's 0/1 mask over the batch. A model's loss is the mean cross-entropy over its
 unmasked batch points, exactly what training it alone on its dataset computes, so the
 stacked result equals sequential training (tests/test_leave_one_out.py, to 1e-6).
+
+The stacked step is the vectorised path an accelerator pays off on: the initialisation is
+drawn on the CPU (the same on every device), then parameters, masks and data move to the
+device given (bench.device) and every step runs there.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 from tqdm.auto import tqdm
 
+from bench.device import CPU, on_device, to_device
 from bench.hashing import seeded_init
 from bench.protocols import DataSplit
 
@@ -76,40 +81,56 @@ def train_stacked(
     recipe: LooRecipe,
     *,
     progress: bool = False,
+    device: torch.device = CPU,
 ) -> Params:
     """Parameters of one network per entry of `removed` (a training index, or -1 for the
-    full dataset), stacked on a leading axis, trained together with vmapped SGD."""
+    full dataset), stacked on a leading axis, trained together with vmapped SGD on `device`
+    (`model` stays on the CPU, where the common initialisation is drawn)."""
     n = len(data)
     init = initial_params(model, recipe.seed)
-    params = {k: v.unsqueeze(0).repeat(len(removed), *([1] * v.ndim)) for k, v in init.items()}
-    masks = removal_masks(n, removed)
+    params = {
+        k: to_device(v, device).unsqueeze(0).repeat(len(removed), *([1] * v.ndim))
+        for k, v in init.items()
+    }
+    masks = to_device(removal_masks(n, removed), device)
+    xs, ys = to_device(data.x, device), to_device(data.y, device)
+    template = on_device(model, device)
 
     def loss(p: Params, mask: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return masked_loss(model, p, mask, x, y)
+        return masked_loss(template, p, mask, x, y)
 
     step = vmap(grad(loss), in_dims=(0, 0, None, None))
     batches = list(batch_order(n, recipe))
-    for index in tqdm(batches, desc="leave-one-out SGD", disable=not progress, leave=False):
-        grads = step(params, masks[:, index], data.x[index], data.y[index])
+    for batch in tqdm(batches, desc="leave-one-out SGD", disable=not progress, leave=False):
+        index = to_device(batch, device)
+        grads = step(params, masks[:, index], xs[index], ys[index])
         params = {k: p - recipe.lr * grads[k] for k, p in params.items()}
     return params
 
 
 def train_sequential(
-    model: nn.Module, data: DataSplit, removed: int, recipe: LooRecipe
+    model: nn.Module,
+    data: DataSplit,
+    removed: int,
+    recipe: LooRecipe,
+    device: torch.device = CPU,
 ) -> nn.Module:
     """One network trained alone with torch.optim.SGD on D minus point `removed` (-1: none),
-    same initialisation and batches: the reference the stacked training must equal."""
+    same initialisation and batches: the reference the stacked training must equal. The
+    initialisation is drawn on the CPU; the model is then moved to `device` and trained."""
     initial = initial_params(model, recipe.seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             p.copy_(initial[name])
-    mask = removal_masks(len(data), torch.tensor([removed]))[0]
+    model = model.to(device)
+    mask = to_device(removal_masks(len(data), torch.tensor([removed]))[0], device)
+    xs, ys = to_device(data.x, device), to_device(data.y, device)
     optimiser = torch.optim.SGD(model.parameters(), lr=recipe.lr)
-    for index in batch_order(len(data), recipe):
+    for batch in batch_order(len(data), recipe):
+        index = to_device(batch, device)
         optimiser.zero_grad()
-        logits = model(data.x[index])
-        losses = F.cross_entropy(logits, data.y[index], reduction="none")
+        logits = model(xs[index])
+        losses = F.cross_entropy(logits, ys[index], reduction="none")
         m = mask[index]
         ((losses * m).sum() / m.sum().clamp_min(1.0)).backward()
         optimiser.step()
@@ -123,17 +144,20 @@ def leave_one_out(
     *,
     chunk: int = 256,
     progress: bool = False,
+    device: torch.device = CPU,
 ) -> Params:
     """N (index 0) and N_1..N_n (index i + 1 without point i), stacked; trained `chunk`
-    networks at a time to bound memory."""
+    networks at a time to bound memory, on `device`."""
     removed = torch.arange(-1, len(data))
     parts = [
-        train_stacked(model, data, part, recipe, progress=progress)
+        train_stacked(model, data, part, recipe, progress=progress, device=device)
         for part in tqdm(removed.split(chunk), desc="leave-one-out networks", disable=not progress)
     ]
     return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
 
 
 def stacked_logits(model: nn.Module, params: Params, x: torch.Tensor) -> torch.Tensor:
-    """(models, N, C) logits of every stacked network on inputs x."""
+    """(models, N, C) logits of every stacked network on inputs x, on the parameters'
+    device."""
+    x = to_device(x, next(iter(params.values())).device)
     return vmap(lambda p: functional_call(model, p, (x,)))(params)

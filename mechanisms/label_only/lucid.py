@@ -25,6 +25,7 @@ from bench.certify.idp import bound as idp_bound
 from bench.certify.idp import diff as idp_diff
 from bench.certify.idp.bound import VARIANTS, decision_bound, dense_layers
 from bench.certify.idp.diff import differential_bound
+from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import derive_seed, files_digest
 from bench.metrics.stats import summarize
@@ -64,7 +65,8 @@ def loo_recipe(task: Task, ctx: FitContext, tune: bool) -> tuple[LooRecipe, Choi
 
     def fit_proxy(proxy: DataSplit, lr: float, e: int) -> nn.Module:
         recipe = LooRecipe(lr=lr, epochs=e, seed=derive_seed(ctx.seed, "tuning"))
-        return loo_training.train_sequential(task.model(), proxy, -1, recipe).eval()
+        model = loo_training.train_sequential(task.model(), proxy, -1, recipe, ctx.device)
+        return model.eval()
 
     key = {
         "artifact": "label-only-tuning",
@@ -84,7 +86,8 @@ def loo_networks(
     task: Task, ctx: FitContext, progress: bool = False, recipe: LooRecipe | None = None
 ) -> dict[str, torch.Tensor]:
     """N and its n leave-one-out networks, stacked (cached per task, data, recipe and
-    seed); the paper's recipe unless one is given."""
+    seed; trained on the job's device, handed back on the CPU); the paper's recipe unless one
+    is given."""
     if recipe is None:
         recipe = LooRecipe(epochs=int(task.config().get("train_epochs", 30)), seed=ctx.seed)
     key = {
@@ -96,7 +99,8 @@ def loo_networks(
     }
     train = task.splits().train
     return ctx.cache.get_or_build(
-        key, lambda: leave_one_out(task.model(), train, recipe, progress=progress)
+        key,
+        lambda: leave_one_out(task.model(), train, recipe, progress=progress, device=ctx.device),
     )
 
 
@@ -116,9 +120,10 @@ class LeaveOneOutAccess(LabelOnlyMechanism):
         self.num_classes = task.num_classes
         self.memory = {}
         self.groups = one_hot_groups(task)
-        self.arch = task.model()
+        self.device = ctx.device
+        self.arch = task.model().to(self.device)
         self.recipe, self.tuning = loo_recipe(task, ctx, bool(self.params["tune"]))
-        self.stacked = loo_networks(task, ctx, ctx.progress, self.recipe)
+        self.stacked = to_device(loo_networks(task, ctx, ctx.progress, self.recipe), self.device)
         self.model = _Member(self.arch, {k: v[0] for k, v in self.stacked.items()})
 
 
@@ -136,10 +141,11 @@ class _Member(nn.Module):
 def disagreement(
     arch: nn.Module, stacked: dict[str, torch.Tensor], x: torch.Tensor
 ) -> torch.Tensor:
-    """(N,) bool: some leave-one-out network's label differs from N's."""
+    """(N,) bool on the CPU: some leave-one-out network's label differs from N's (computed
+    on the networks' device)."""
     with torch.no_grad():
         labels = stacked_logits(arch, stacked, x).argmax(-1)
-    return (labels[1:] != labels[0]).any(0)
+    return to_cpu((labels[1:] != labels[0]).any(0))
 
 
 @register_mechanism
@@ -231,11 +237,11 @@ class Lucid(LeaveOneOutAccess):
             "code": _code_digest(idp_bound, idp_diff, milp),  # recompute when the code changes
         }
 
-        def build() -> dict[str, torch.Tensor]:
-            n = next(iter(self.stacked.values())).shape[0]
+        def build() -> dict[str, torch.Tensor]:  # MILPs: solved on the CPU, from CPU weights
+            stacked = to_cpu(self.stacked)
+            n = next(iter(stacked.values())).shape[0]
             layers = [
-                dense_layers(self.arch, {k: v[i] for k, v in self.stacked.items()}, d)
-                for i in range(n)
+                dense_layers(self.arch, {k: v[i] for k, v in stacked.items()}, d) for i in range(n)
             ]
             budgets = {
                 "time_limit": float(self.params["time_limit"]),
@@ -266,7 +272,7 @@ class Lucid(LeaveOneOutAccess):
             probe_inputs(self.arch, self.stacked, splits.test.x, seed=0), self.groups
         )
         with torch.no_grad():
-            logits = self.model(probes)
+            logits = to_cpu(self.model(to_device(probes, self.device)))
         unguarded = ~self.needs_noise(probes, logits)
         leaks = disagreement(self.arch, self.stacked, probes) & unguarded
         return {"bound_validity": summarize((~leaks).double().numpy())}
@@ -277,11 +283,13 @@ def probe_inputs(
 ) -> torch.Tensor:
     """Inputs to check the bound on: the test points, uniform samples of [0, 1]^d, and
     inputs found by projected gradient ascent on the largest leave-one-out disagreement
-    margin (some N_i's best other logit over its logit for N's label) from random starts."""
+    margin (some N_i's best other logit over its logit for N's label) from random starts.
+    The starts are drawn on the CPU, the search runs on the networks' device; CPU result."""
     g = torch.Generator().manual_seed(seed)
     d = test_x.shape[1]
+    device = next(iter(stacked.values())).device
     uniform = torch.rand(PROBE_UNIFORM, d, generator=g)
-    x = torch.rand(PROBE_SEARCH_STARTS, d, generator=g).requires_grad_(True)
+    x = to_device(torch.rand(PROBE_SEARCH_STARTS, d, generator=g), device).requires_grad_(True)
     optimiser = torch.optim.Adam([x], lr=0.05)
     for _ in range(PROBE_SEARCH_STEPS):
         logits = stacked_logits(arch, stacked, x)  # (models, N, C)
@@ -296,4 +304,4 @@ def probe_inputs(
         optimiser.step()
         with torch.no_grad():
             x.clamp_(0.0, 1.0)
-    return torch.cat([test_x, uniform, x.detach()])
+    return torch.cat([test_x, uniform, to_cpu(x.detach())])

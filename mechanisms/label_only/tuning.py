@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from bench.device import module_device, to_cpu, to_device
 from bench.errors import ConfigError
 from bench.protocols import DataSplit, Task
 
@@ -60,9 +61,10 @@ def proxy_splits(task: Task, n_private: int) -> tuple[DataSplit, DataSplit]:
 
 
 def accuracy_of(model: nn.Module, data: DataSplit) -> float:
-    """Top-1 accuracy of `model` on `data`."""
+    """Top-1 accuracy of `model` on `data` (on the model's device)."""
     with torch.no_grad():
-        return float((model(data.x).argmax(1) == data.y).double().mean())
+        predicted = to_cpu(model(to_device(data.x, module_device(model))).argmax(1))
+        return float((predicted == data.y).double().mean())
 
 
 def choose(

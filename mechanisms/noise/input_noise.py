@@ -77,7 +77,7 @@ class GaussInput(InputSpaceMechanism):
         check_model_params(self.params, f"mechanism {self.name}")
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
-        self.task = task
+        self.task, self.device = task, ctx.device
         if task.modality in DISCRETE:  # noise on the split intermediate of the task's model
             if self.params["model"] != "cnn":
                 raise ConfigError(f"mechanism gauss-input: model does not apply to {task.name}")

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from bench.certify.lipschitz.global_bounds import LipschitzBound, Norm, lipschitz_upper_bound
+from bench.device import to_cpu
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
 from bench.registry import register_mechanism
 from bench.training import predict_scores
@@ -50,6 +51,7 @@ class OutputNoiseMechanism(Mechanism):
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         kind = self.params["model"]
+        self.device = ctx.device
         self.model = base_model(task, ctx, kind)
         self._noise = self.certify(self.model, task.input_shape)
         if self.params["finetune"]:
@@ -57,11 +59,12 @@ class OutputNoiseMechanism(Mechanism):
             self._noise = self.certify(self.model, task.input_shape)
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
-        logits = predict_scores(self.model, x)
-        return Release.all_released(logits + self._noise.sample(logits.shape, generator))
+        logits = predict_scores(self.model, x)  # on the model's device, as are the draws
+        noisy = logits + self._noise.sample(logits.shape, generator, logits.device)
+        return Release.all_released(noisy).cpu()
 
     def predict(self, release: Release) -> torch.Tensor:
-        return release.values
+        return to_cpu(release.values)
 
     def encoder(self) -> nn.Module:
         return self.model

@@ -60,12 +60,13 @@ def _fresh_sll(task: Task) -> nn.Module:
 
 
 def lipschitz_model(task: Task, ctx: FitContext) -> nn.Module:
-    """The task's 1-Lipschitz SLL network trained on clean train data with the job seed."""
+    """The task's 1-Lipschitz SLL network trained on clean train data with the job seed, on
+    the job's device."""
     recipe = {"artifact": "sll-model", "lr": SLL_LR, **_recipe(task, ctx, "sll")}
 
     def build() -> dict[str, torch.Tensor]:
         with seeded_init(ctx.seed, "sll-model-init"):
-            model = _fresh_sll(task)
+            model = _fresh_sll(task).to(ctx.device)  # initialised on the CPU, then moved
         train_classifier(
             model,
             task.splits().train,
@@ -79,7 +80,7 @@ def lipschitz_model(task: Task, ctx: FitContext) -> nn.Module:
 
     model = _fresh_sll(task)
     model.load_state_dict(ctx.cache.get_or_build(recipe, build))
-    return model.eval()
+    return model.to(ctx.device).eval()
 
 
 def base_model(task: Task, ctx: FitContext, kind: str) -> nn.Module:
@@ -95,7 +96,9 @@ class _TrainingNoise(nn.Module):
         self.noise, self.generator = noise, generator
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return z + self.noise.sample(z.shape, self.generator) if self.training else z
+        if not self.training:
+            return z
+        return z + self.noise.sample(z.shape, self.generator, z.device)
 
 
 def noise_finetuned(
@@ -126,7 +129,7 @@ def noise_finetuned(
             train_classifier(
                 model,
                 task.splits().train,
-                transform=lambda x, g: x + noise.sample(x.shape, g),
+                transform=lambda x, g: x + noise.sample(x.shape, g, x.device),
                 **common,
             )
         else:

@@ -1,5 +1,9 @@
 """Mechanisms `posthoc-ptr` (modified PTR on an obfuscator) and `ldp-embedding` (Laplace on
-the beta-VAE embedding), after Singh et al. 2023 and its supplement's Table 1."""
+the beta-VAE embedding), after Singh et al. 2023 and its supplement's Table 1.
+
+The networks train and serve on the job's device (bench.device); PTR's certificates (local
+Lipschitz MILPs, the region certificate, each query's test) are solved on the CPU, from
+CPU copies of the embeddings and weights."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from torch import nn
 
 from bench.certify import milp as milp_layer  # a module value: the job hash covers it
 from bench.certify.lipschitz.local import ReluMLP, local_lipschitz
+from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import seeded_init, source_digest
 from bench.metrics import MetricSpec, register_metric
@@ -97,13 +102,13 @@ def fit_embedder(task: Task, ctx: FitContext, latent: int, epochs: int) -> BetaV
 
     def build() -> dict[str, torch.Tensor]:
         with seeded_init(ctx.seed, "posthoc-vae-init"):
-            vae = train_vae(train.x, latent, epochs, ctx.generator("posthoc-vae"))
+            gen = ctx.generator("posthoc-vae")
+            vae = train_vae(train.x, latent, epochs, gen, device=ctx.device)
         return vae.state_dict()
 
     vae = BetaVAE(int(train.x[0].numel()), latent)
     vae.load_state_dict(ctx.cache.get_or_build(recipe, build))
-    vae.eval()
-    return vae
+    return vae.to(ctx.device).eval()
 
 
 class _Pipeline(nn.Module):
@@ -171,13 +176,13 @@ class PosthocPTR(Mechanism):
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         p = self.params
-        self.task, self.ctx = task, ctx
+        self.task, self.ctx, self.device = task, ctx, ctx.device
         eps, delta, radius = float(p["eps"]), float(p["delta"]), float(p["R"])
         latent = int(p["latent"]) or default_latent(task)
         self.vae = fit_embedder(task, ctx, latent, int(p["vae_epochs"]))
         train = splits.train
         with torch.no_grad():
-            z_train = self.vae(train.x)
+            z_train = self.vae(to_device(train.x, self.device))
         self.model_key = {
             "task": task.config(),
             "data": task.data_fingerprint(),
@@ -201,6 +206,7 @@ class PosthocPTR(Mechanism):
                     int(p["obf_epochs"]),
                     ctx.generator("posthoc-obf"),
                     alpha=float(p["alpha"]),
+                    device=ctx.device,
                 )
             return {"f": f.state_dict(), "h": h.state_dict(), "out_dim": 8}
 
@@ -211,10 +217,11 @@ class PosthocPTR(Mechanism):
             nn.Linear(latent, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8)
         )
         self.f.load_state_dict(nets["f"])
-        self.f.eval()
+        self.f.to(self.device).eval()
         self.h = classifier(8, task.num_classes)
         self.h.load_state_dict(nets["h"])
-        self.relu_net = ReluMLP.from_module(self.f)
+        self.h.to(self.device)
+        self.relu_net = ReluMLP.from_module(self.f)  # CPU float64 weights, for the MILPs
         # 1. Proposal: mean + 3 std of L(f, N(z, R)) over TRAINING embeddings (the reference
         # code used test samples, which would make DeltaP depend on the queries).
         calib = ctx.cache.get_or_build(
@@ -227,7 +234,7 @@ class PosthocPTR(Mechanism):
                 "time_limit": p["time_limit"],
                 "node_limit": p["node_limit"],
             },
-            lambda: self._calibrate(z_train[: int(p["n_calib"])], radius),
+            lambda: self._calibrate(to_cpu(z_train[: int(p["n_calib"])]), radius),
         )
         self.calibration = calib
         self.delta_p = float(calib["delta_p"])
@@ -265,8 +272,9 @@ class PosthocPTR(Mechanism):
             "cfg": repr(self.cfg),
             "certify_code": source_digest(*_CODE),
         }
+        z = to_cpu(z_train).double().numpy()
         return self.ctx.cache.get_or_build(
-            recipe, lambda: certify_region(self.relu_net, z_train.double().numpy(), self.cfg)
+            recipe, lambda: certify_region(self.relu_net, z, self.cfg)
         )
 
     def _calibrate(self, z: torch.Tensor, radius: float) -> dict[str, Any]:
@@ -305,20 +313,24 @@ class PosthocPTR(Mechanism):
     @torch.no_grad()
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
         eps, radius = float(self.params["eps"]), float(self.params["R"])
-        z = self.vae(x)
+        z = self.vae(to_device(x, self.device))
         out = self.f(z)
         # 3. Test (Lemma 4.3): draw Z ~ Lap(R / eps), then one certified decision decides
         # phi + Z > ln(1/delta) R / eps (ptr.ptr_test: same law as Alg. 1's bisection).
+        # The test is solved on the CPU (MILPs), so its draws are made there.
         test_noise = NoiseModel("laplace", phi_noise_scale(eps, radius)).sample(
             (len(x),), generator
         )
+        rows = to_cpu(z).double().numpy()
         decisions = [
             ptr_test(self.certifier(row), float(noise))
-            for row, noise in zip(z.double().numpy(), test_noise.double().tolist(), strict=True)
+            for row, noise in zip(rows, test_noise.double().tolist(), strict=True)
         ]
         released = torch.tensor([d.released for d in decisions], dtype=torch.bool)
-        # 4. Release f(g(x)) + Lap(DeltaP R / eps) per coordinate (ptr.release_scale).
-        values = out + NoiseModel("laplace", self.scale).sample(out.shape, generator)
+        # 4. Release f(g(x)) + Lap(DeltaP R / eps) per coordinate (ptr.release_scale), drawn
+        # on the CPU like the test noise: k values per query, and the audit's replay of this
+        # release (bench.certify.audit.ptr) draws them there too.
+        values = to_cpu(out) + NoiseModel("laplace", self.scale).sample(out.shape, generator)
         values = torch.where(released[:, None], values, torch.zeros_like(values))
         return Release(
             values,
@@ -335,7 +347,7 @@ class PosthocPTR(Mechanism):
 
     @torch.no_grad()
     def predict(self, release: Release) -> torch.Tensor:
-        return self.h(release.values.float())
+        return to_cpu(self.h(to_device(release.values.float(), self.device)))
 
     def guarantee(self) -> Guarantee:
         p = self.params
@@ -395,17 +407,19 @@ class LDPEmbedding(Mechanism):
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         p = self.params
+        self.device = ctx.device
         latent = int(p["latent"]) or default_latent(task)
         vae = fit_embedder(task, ctx, latent, int(p["vae_epochs"]))
+        train_x = to_device(splits.train.x, self.device)
         with torch.no_grad():
-            z = vae(splits.train.x)
+            z = vae(train_x)
         self.embed = _ClippedEmbedder(vae, z.min(0).values, z.max(0).values).eval()
         self.l1_sensitivity = float((z.max(0).values - z.min(0).values).sum())
         self._noise = NoiseModel("laplace", laplace_scale(float(p["eps"]), self.l1_sensitivity))
         with seeded_init(ctx.seed, "ldp-embedding-clf"):
-            self.h = classifier(latent, task.num_classes)
+            self.h = classifier(latent, task.num_classes).to(self.device)
         with torch.no_grad():
-            zc = self.embed(splits.train.x)
+            zc = self.embed(train_x)
         finetune_classifier(
             self.h,
             zc,
@@ -417,12 +431,12 @@ class LDPEmbedding(Mechanism):
 
     @torch.no_grad()
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
-        z = self.embed(x)
-        return Release.all_released(z + self._noise.sample(z.shape, generator))
+        z = self.embed(to_device(x, self.device))
+        return Release.all_released(z + self._noise.sample(z.shape, generator, z.device)).cpu()
 
     @torch.no_grad()
     def predict(self, release: Release) -> torch.Tensor:
-        return self.h(release.values.float())
+        return to_cpu(self.h(to_device(release.values.float(), self.device)))
 
     def guarantee(self) -> Guarantee:
         return Guarantee("ldp", {"eps": float(self.params["eps"])}, "any pair of inputs")

@@ -5,7 +5,8 @@ Embedder (supplement §D): a fully connected beta-VAE, beta = 5, Adam 1e-3, embe
 Table 1): `encoder` (plain), `arl` (adversarial: -alpha MSE_rec + (1 - alpha) CE,
 alpha = 0.99, against a proxy decoder trained in alternation), `c` (contrastive, lambda =
 1, margin 25, on the obfuscated output, with gradient), `n` (Gaussian noise sigma = 0.01
-on the obfuscated output while training) and their combinations.
+on the obfuscated output while training) and their combinations. Each network is
+initialised on the CPU and trained on the device it is given (bench.device; default the CPU).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from bench.device import CPU, module_device, rand, randn, to_device
 from bench.errors import ConfigError
 
 VARIANTS = ("encoder", "arl", "c", "n", "arl-c", "arl-n", "c-n", "arl-c-n")
@@ -68,19 +70,24 @@ class BetaVAE(nn.Module):
 
 
 def train_vae(
-    x: torch.Tensor, latent: int, epochs: int, gen: torch.Generator, batch_size: int = 128
+    x: torch.Tensor,
+    latent: int,
+    epochs: int,
+    gen: torch.Generator,
+    batch_size: int = 128,
+    device: torch.device = CPU,
 ) -> BetaVAE:
-    """beta-VAE with Bernoulli likelihood, beta = 5, Adam 1e-3 (supplement §D)."""
-    vae = BetaVAE(int(x[0].numel()), latent)
+    """beta-VAE with Bernoulli likelihood, beta = 5, Adam 1e-3 (supplement §D), on `device`."""
+    vae = BetaVAE(int(x[0].numel()), latent).to(device)
     opt = torch.optim.Adam(vae.parameters(), lr=1e-3)
-    flat = x.flatten(1)
+    flat = to_device(x.flatten(1), device)
     vae.train()
     for _ in range(epochs):
-        order = torch.randperm(len(flat), generator=gen)
+        order = to_device(torch.randperm(len(flat), generator=gen), device)
         for s in range(0, len(flat), batch_size):
             xb = flat[order[s : s + batch_size]]
             mu, logvar = vae.encode(xb)
-            eps = torch.randn(mu.shape, generator=gen)
+            eps = randn(mu.shape, gen, device)
             logits = vae.dec(mu + eps * (0.5 * logvar).exp())
             rec = F.binary_cross_entropy_with_logits(logits, xb, reduction="sum") / len(xb)
             kl = -0.5 * (1 + logvar - mu**2 - logvar.exp()).sum() / len(xb)
@@ -113,7 +120,7 @@ def contrastive_loss(out: torch.Tensor, y: torch.Tensor, margin: float) -> torch
     same label -> d^2, different -> max(0, margin - d)^2; gradients flow into f."""
     d = torch.cdist(out, out)
     same = (y[:, None] == y[None, :]).float()
-    eye = torch.eye(len(y))
+    eye = torch.eye(len(y), device=out.device)
     pos = same * d**2
     neg = (1 - same) * F.relu(margin - d) ** 2
     return ((pos + neg) * (1 - eye)).sum() / max(1, len(y) * (len(y) - 1))
@@ -131,27 +138,28 @@ def train_obfuscator(
     batch_size: int = 128,
     hidden: tuple[int, ...] = (8, 8),
     out_dim: int = 8,
+    device: torch.device = CPU,
 ) -> tuple[nn.Sequential, nn.Sequential]:
     """Train obfuscator f and classifier h on embeddings z (labels y; images x for the ARL
-    proxy decoder). Returns (f, h). Variants per paper Table 1 (module docstring)."""
+    proxy decoder) on `device`. Returns (f, h). Variants per paper Table 1 (module
+    docstring)."""
     parts = variant_parts(variant)
     if not 0 <= alpha < 1:
         raise ConfigError(f"ARL weight alpha must lie in [0, 1), got {alpha}")
-    f = obfuscator(z.shape[1], hidden, out_dim)
-    h = classifier(out_dim, num_classes)
+    f = obfuscator(z.shape[1], hidden, out_dim).to(device)
+    h = classifier(out_dim, num_classes).to(device)
     adv = nn.Sequential(nn.Linear(out_dim, 128), nn.ReLU(), nn.Linear(128, int(x[0].numel())))
+    adv = adv.to(device)
     opt = torch.optim.Adam([*f.parameters(), *h.parameters()], lr=1e-3)
     opt_adv = torch.optim.Adam(adv.parameters(), lr=1e-3)
-    flat = x.flatten(1)
+    z, y, flat = (to_device(t, device) for t in (z, y, x.flatten(1)))
     for _ in range(epochs):
-        order = torch.randperm(len(z), generator=gen)
+        order = to_device(torch.randperm(len(z), generator=gen), device)
         for s in range(0, len(z), batch_size):
             idx = order[s : s + batch_size]
             zb, yb, xb = z[idx], y[idx], flat[idx]
             out = f(zb)
-            noisy = (
-                out + NOISE_SIGMA * torch.randn(out.shape, generator=gen) if "n" in parts else out
-            )
+            noisy = out + NOISE_SIGMA * randn(out.shape, gen, device) if "n" in parts else out
             ce = F.cross_entropy(h(noisy), yb)
             loss = ce
             if "arl" in parts:
@@ -182,16 +190,18 @@ def finetune_classifier(
     batch_size: int = 128,
 ) -> nn.Module:
     """Noise-aware fine-tuning of the server's classifier on f(g(x)) + Lap(noise_scale):
-    post-processing of the release, so it costs no privacy."""
+    post-processing of the release, so it costs no privacy. Runs on h's device."""
     if not (noise_scale > 0 and math.isfinite(noise_scale)):
         return h
     opt = torch.optim.Adam(h.parameters(), lr=1e-3)
+    device = module_device(h)
+    out, y = to_device(out, device), to_device(y, device)
     h.train()
     for _ in range(epochs):
-        order = torch.randperm(len(out), generator=gen)
+        order = to_device(torch.randperm(len(out), generator=gen), device)
         for s in range(0, len(out), batch_size):
             idx = order[s : s + batch_size]
-            u = torch.rand(out[idx].shape, generator=gen) - 0.5
+            u = rand(out[idx].shape, gen, device) - 0.5
             noise = -noise_scale * torch.sign(u) * torch.log1p(-2 * u.abs().clamp(max=0.4999999))
             loss = F.cross_entropy(h(out[idx] + noise), y[idx])
             opt.zero_grad()

@@ -51,6 +51,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.utils import _pair
 
+from bench.device import CPU, on_device
 from bench.errors import ConfigError
 from bench.tasks.models import Normalize
 
@@ -311,9 +312,11 @@ def lipschitz_upper_bound(
     model: nn.Module, input_shape: tuple[int, ...], norm: Norm = "l2", *, estimate: bool = False
 ) -> LipschitzBound:
     """Certified global Lipschitz upper bound of `model` (in eval mode) on inputs of
-    `input_shape` for the norm pair `norm` (see the module docstring for every rule)."""
+    `input_shape` for the norm pair `norm` (see the module docstring for every rule).
+    Computed on the CPU (float64 rules), from a CPU copy of a model on an accelerator."""
     if norm not in NORMS:
         raise ConfigError(f"Lipschitz bound: norm must be one of {NORMS}, got {norm!r}")
+    model = on_device(model, CPU)
     was_training = model.training
     model.eval()
     try:

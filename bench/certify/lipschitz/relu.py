@@ -36,7 +36,8 @@ class ReluMLP:
 
     @classmethod
     def from_module(cls, module: nn.Module) -> ReluMLP:
-        """Read an nn.Sequential of Linear layers separated by ReLUs (Flatten allowed)."""
+        """Read an nn.Sequential of Linear layers separated by ReLUs (Flatten allowed); the
+        weights are copied to the CPU (float64 numpy), where the MILPs are solved."""
         layers = [m for m in module.modules() if not isinstance(m, nn.Sequential)]
         if isinstance(module, nn.Linear):
             layers = [module]
@@ -45,8 +46,8 @@ class ReluMLP:
             if isinstance(m, nn.Flatten | nn.Identity):
                 continue
             if isinstance(m, nn.Linear) and expect_linear:
-                weights.append(m.weight.detach().double().numpy().copy())
-                b = m.bias.detach().double().numpy().copy() if m.bias is not None else None
+                weights.append(m.weight.detach().cpu().double().numpy().copy())
+                b = m.bias.detach().cpu().double().numpy().copy() if m.bias is not None else None
                 biases.append(b if b is not None else np.zeros(m.out_features))
                 expect_linear = False
             elif isinstance(m, nn.ReLU) and not expect_linear:
