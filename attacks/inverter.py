@@ -8,6 +8,7 @@ validation split of aux keeps the decoder that generalises best. With fewer than
 aux pairs (a mechanism that abstains on nearly everything) nothing is trained and the
 attack answers the prior guess, the aux mean.
 The decoder's last layer is squashed into the task's data range, which the attacker knows.
+The decoder is initialised on the CPU, then trained and run on the job's device.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from torch import nn
 
 from attacks.decoders import DECODERS, make_decoder
 from attacks.ssim_loss import ssim_per_sample
+from bench.device import to_cpu, to_device
 from bench.errors import ConfigError, MechanismOutputError
 from bench.hashing import seeded_init
 from bench.protocols import Attack, DataSplit, FitContext, Mechanism, Release, Task
@@ -67,7 +69,8 @@ class InverterAttack(Attack):
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
         p = self.params
-        pairs = mechanism.release(aux.x, ctx.generator("inverter-aux-release"))
+        self.device = ctx.device
+        pairs = mechanism.release(aux.x, ctx.generator("inverter-aux-release")).cpu()
         keep = pairs.released
         self.lo, self.hi = task.data_range
         if not keep.any() or int(keep.sum()) < MIN_TRAINING_PAIRS:
@@ -86,8 +89,8 @@ class InverterAttack(Attack):
         # be orders of magnitude larger than the signal, and an unscaled input would stall
         # training. (Per-coordinate scaling would blow up coordinates that are constant on
         # aux, such as image borders.)
-        self.shift = z.mean()
-        self.scale = z.std().clamp_min(1e-6)
+        self.shift = to_device(z.mean(), self.device)
+        self.scale = to_device(z.std().clamp_min(1e-6), self.device)
         gen = ctx.generator("inverter-train")
         with seeded_init(ctx.seed, "inverter-init"):
             self.decoder = make_decoder(
@@ -96,11 +99,12 @@ class InverterAttack(Attack):
                 int(p["width"]),
                 kind=str(p["decoder"]),
                 blocks=int(p["blocks"]),
-            )
+            ).to(self.device)
         self.use_ssim = p["loss"] == "mse+ssim" and x.ndim == 4
         order = torch.randperm(len(z), generator=gen)
         n_val = max(1, int(len(z) * float(p["val_fraction"])))
         val, train = order[:n_val], order[n_val:]
+        z, x = to_device(z, self.device), to_device(x, self.device)
         self._train(self._normalise(z), x, train, val, gen)
 
     def _normalise(self, z: torch.Tensor) -> torch.Tensor:
@@ -121,10 +125,12 @@ class InverterAttack(Attack):
         opt = torch.optim.Adam(self.decoder.parameters(), lr=float(p["lr"]))
         best_state, best_val, stale = copy.deepcopy(self.decoder.state_dict()), float("inf"), 0
         bs = int(p["batch_size"])
+        val = to_device(val, z.device)
         for _ in range(int(p["epochs"])):
             self.decoder.train()
+            on_device = to_device(train, z.device)  # the order is drawn on the CPU
             for start in range(0, len(train), bs):
-                idx = train[start : start + bs]
+                idx = on_device[start : start + bs]
                 loss = self._loss(self._decode(z[idx]), x[idx])
                 opt.zero_grad()
                 loss.backward()
@@ -157,4 +163,5 @@ class InverterAttack(Attack):
     def reconstruct(self, release: Release) -> torch.Tensor:
         if self.decoder is None:  # too few training pairs: the prior guess for every query
             return self.prior_guess.expand(len(release), *self.prior_guess.shape).clone()
-        return self._decode(self._normalise(release.values.float()))
+        values = to_device(release.values.float(), self.device)
+        return to_cpu(self._decode(self._normalise(values)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from attacks.optimization import EncoderInversion
+from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
 from bench.protocols import DataSplit, FitContext, Mechanism, Release, Task
 from bench.registry import register_attack
@@ -27,7 +28,7 @@ class LookupAttack(EncoderInversion):
             raise ConfigError(
                 f"attack lookup needs an embedding table; mechanism {mechanism.name} has none"
             )
-        self.table = table.detach().float()
+        self.table = to_device(table.detach().float(), ctx.device)
         super().fit(mechanism, task, aux, ctx)  # optimises embeddings: (*input_shape, D)
 
     def initial(self, n: int) -> torch.Tensor:
@@ -36,10 +37,12 @@ class LookupAttack(EncoderInversion):
         return self.table.mean(0) + jitter
 
     def ranked(self, release: Release, k: int) -> torch.Tensor:
-        embeddings = super().reconstruct(release)
+        """The k nearest table rows of each reconstructed embedding, ranked on the attack's
+        device, handed back on the CPU."""
+        embeddings = to_device(self.reconstruct_on_device(release), self.device)
         distances = torch.cdist(embeddings.flatten(0, -2), self.table)
         top = distances.topk(min(k, len(self.table)), largest=False).indices
-        return top.view(*embeddings.shape[:-1], -1)
+        return to_cpu(top.view(*embeddings.shape[:-1], -1))
 
     def reconstruct(self, release: Release) -> torch.Tensor:
         return self.ranked(release, 1)[..., 0]

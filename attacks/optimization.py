@@ -10,6 +10,9 @@ Where the minimiser has a closed form it is used instead (`solver = "auto"`; "it
 forces the descent): the encoder is the identity, so `optimization` is least squares with
 the release itself as its exact solution, and `map` with Gaussian noise and a Gaussian
 prior is the posterior mode, a linear solve (a Wiener filter). Exact, and no 300 steps.
+
+Devices (bench.device): the descent runs batched on the job's device; the priors are fitted
+and the closed forms solved on the CPU (scikit-learn, float64 Cholesky solves).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from bench.device import on_device, randn, to_cpu, to_device
 from bench.errors import ConfigError
 from bench.protocols import Attack, DataSplit, FitContext, Mechanism, NoiseModel, Release, Task
 from bench.registry import register_attack
@@ -70,7 +74,8 @@ class EncoderInversion(Attack):
                 f"attack {self.name} needs a differentiable encoder; mechanism "
                 f"{mechanism.name} exposes none (label-only mechanisms need label-only attacks)"
             )
-        self.encoder = encoder.eval().requires_grad_(False)
+        self.device = ctx.device
+        self.encoder = on_device(encoder, self.device).eval().requires_grad_(False)
         self.noise: NoiseModel | None = mechanism.noise()
         self.input_shape = tuple(aux.x.shape[1:])
         table = mechanism.embedding_table()
@@ -86,7 +91,7 @@ class EncoderInversion(Attack):
 
     def initial(self, n: int) -> torch.Tensor:
         """Starting points, x0 ~ N(0, init_std^2) (the dFIL paper's Attack-ub)."""
-        x0 = torch.randn((n, *self.input_shape), generator=self.generator)
+        x0 = randn((n, *self.input_shape), self.generator, self.device)
         return x0 * float(self.params["init_std"])
 
     def data_loss(self, x: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
@@ -97,14 +102,21 @@ class EncoderInversion(Attack):
 
     def prior_loss(self, x: torch.Tensor) -> torch.Tensor:
         """Per-sample prior penalty; none for the unbiased attack."""
-        return torch.zeros(len(x))
+        return torch.zeros(len(x), device=x.device)
 
     def reconstruct(self, release: Release) -> torch.Tensor:
-        exact = self.closed_form(release.values) if self.params["solver"] == "auto" else None
+        return to_cpu(self.reconstruct_on_device(release))
+
+    def reconstruct_on_device(self, release: Release) -> torch.Tensor:
+        """The reconstruction, left where it was computed: the closed form on the CPU, the
+        descent on the attack's device."""
+        values = to_cpu(release.values)
+        exact = self.closed_form(values) if self.params["solver"] == "auto" else None
         if exact is not None:
             return exact
+        observed = to_device(values, self.device)
         bs = int(self.params["batch_size"])
-        parts = [self.invert(release.values[i : i + bs]) for i in range(0, len(release), bs)]
+        parts = [self.invert(observed[i : i + bs]) for i in range(0, len(observed), bs)]
         return torch.cat(parts)
 
     def identity_encoder(self) -> bool:
@@ -132,7 +144,7 @@ class EncoderInversion(Attack):
         lr = float(p["lr"])
         opt = torch.optim.Adam([x], lr=lr)
         best_x = x.detach().clone()
-        best_loss = torch.full((len(observed),), float("inf"))
+        best_loss = torch.full((len(observed),), float("inf"), device=observed.device)
         history: list[float] = []  # best total loss after each step
         decays, window_start = 0, 0
         for step in range(int(p["max_steps"])):
@@ -224,12 +236,13 @@ class TVAttack(OptimizationAttack):
         gen = ctx.generator("tv-tune")
         pick = torch.randperm(len(aux), generator=gen)[: int(self.params["tune_samples"])]
         x = aux.x[pick]
-        queried = mechanism.release(x, ctx.generator("tv-tune-release"))
+        queried = mechanism.release(x, ctx.generator("tv-tune-release")).cpu()
         kept = queried.released
         if int(kept.sum()) < 2:
             return float(self.params["lambda_tv"])
-        x, observed = x[kept], queried.values[kept].float()
-        grid = torch.tensor([float(v) for v in self.params["lambda_grid"]])
+        x = to_device(x[kept], self.device)
+        observed = to_device(queried.values[kept].float(), self.device)
+        grid = torch.tensor([float(v) for v in self.params["lambda_grid"]], device=self.device)
         n = len(x)
         # All weights in one descent: sample i of block j is reconstructed under grid[j].
         self.weight = grid.repeat_interleave(n)
@@ -292,12 +305,12 @@ class MAPAttack(EncoderInversion):
             mean = flat.mean(0)
             centred = flat - mean
             cov = centred.T @ centred / max(1, len(flat) - 1)
-        self.prior_mean = mean.float().flatten()
+        self.prior_mean = to_device(mean.float().flatten(), self.device)  # for the descent
         floor = float(self.params["var_floor"])
         if cov.ndim == 1 or self.params["covariance"] == "diag":
             var = (cov if cov.ndim == 1 else torch.diagonal(cov)).double().clamp_min(floor)
             self.prior_scale_tril = None
-            self.prior_inv_std = var.rsqrt().float()
+            self.prior_inv_std = to_device(var.rsqrt().float(), self.device)
             self.prior_cov = var  # the diagonal, in float64 for the closed form
             return
         eye = torch.eye(len(cov), dtype=torch.float64)
@@ -311,7 +324,8 @@ class MAPAttack(EncoderInversion):
             shrunk, alpha = shrunk_covariance(aux.x.flatten(1).double(), method)
         self.shrinkage_used = alpha
         self.prior_cov = shrunk + floor * eye
-        self.prior_scale_tril = torch.linalg.cholesky(self.prior_cov).float()
+        tril = torch.linalg.cholesky(self.prior_cov).float()
+        self.prior_scale_tril = to_device(tril, self.device)  # for the descent
 
     def tuned(self) -> dict[str, float]:
         used = getattr(self, "shrinkage_used", None)
@@ -329,7 +343,7 @@ class MAPAttack(EncoderInversion):
             lo, hi = self.data_range
             noise = NoiseModel("gaussian", 1e-3 * (hi - lo))
         s2 = float(noise.scale) ** 2
-        mu = self.prior_mean.double()
+        mu = to_cpu(self.prior_mean).double()  # solved on the CPU, in float64
         centred = observed.detach().flatten(1).double() - mu
         if self.prior_cov.ndim == 1:
             gain = self.prior_cov / (self.prior_cov + s2)

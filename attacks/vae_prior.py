@@ -40,6 +40,9 @@ for them.
 
 The attack uses the release, the encoder, the noise model and aux data only. It never calls
 the mechanism's `release` (no noise draw, not even on aux) and never sees the inputs.
+
+Devices (bench.device): the VAE is initialised on the CPU, then trained and searched with on
+the job's device; restarts are drawn on the CPU, so they are the same on every device.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
+from bench.device import on_device, randn, to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import derive_seed, seeded_init, source_digest, tensor_digest
 from bench.protocols import Attack, DataSplit, FitContext, Mechanism, NoiseModel, Release, Task
@@ -134,10 +138,13 @@ def train_vae(
     inputs the VAE has not seen, which is what private inputs are; the training error
     underestimates it several times over on ~1,000 images. Over pixels, v follows the
     training residuals, which have many more samples per pixel than the held-out tenth.
-    All randomness (split, batch order, reparameterisation draws) comes from `gen`.
+    All randomness (split, batch order, reparameterisation draws) comes from `gen`. Runs on
+    the VAE's device (`x` is moved there).
     """
     n, d = len(x), x[0].numel()
-    order = torch.randperm(n, generator=gen)
+    device = next(vae.parameters()).device
+    x = to_device(x, device)
+    order = to_device(torch.randperm(n, generator=gen), device)
     n_val = n // 10 if n >= 10 else 0
     val, train = (x[order[:n_val]], x[order[n_val:]]) if n_val else (x, x)
     bs = min(batch_size, len(train))
@@ -147,9 +154,9 @@ def train_vae(
     for _ in range(epochs):
         vae.train()
         for batch in torch.randperm(len(train), generator=gen).split(bs):
-            xb = train[batch]
+            xb = train[to_device(batch, device)]
             mu, logvar = vae.encode(xb)
-            z = mu + torch.randn(mu.shape, generator=gen) * (0.5 * logvar).exp()
+            z = mu + randn(mu.shape, gen, device) * (0.5 * logvar).exp()
             mse = (vae.decode(z) - xb).pow(2).mean()
             kl = -0.5 * (1 + logvar - mu.pow(2) - logvar.exp()).sum(1).mean()
             loss = 0.5 * d * mse.clamp_min(1e-12).log() + kl
@@ -212,7 +219,8 @@ class PriorAttack(Attack):
                 f"attack {self.name} needs a differentiable encoder; mechanism "
                 f"{mechanism.name} exposes none (label-only mechanisms need label-only attacks)"
             )
-        self.encoder = encoder.eval().requires_grad_(False)
+        self.device = ctx.device
+        self.encoder = on_device(encoder, self.device).eval().requires_grad_(False)
         self.data_range = task.data_range
         lo, hi = task.data_range
         noise = mechanism.noise()
@@ -246,7 +254,7 @@ class PriorAttack(Attack):
 
         def build() -> dict[str, Any]:
             with seeded_init(ctx.seed, "prior-vae-init"):
-                vae = make()
+                vae = make().to(self.device)  # initialised on the CPU, then moved
             gen = ctx.generator("prior-vae-train")
             var = train_vae(
                 vae, x, int(p["vae_epochs"]), float(p["vae_lr"]), int(p["vae_batch"]), gen
@@ -257,9 +265,10 @@ class PriorAttack(Attack):
         with seeded_init(ctx.seed, "prior-vae-init"):  # weights replaced; global RNG untouched
             vae = make()
         vae.load_state_dict(built["state"])
-        vae.eval().requires_grad_(False)
+        vae.to(self.device).eval().requires_grad_(False)
         lo, hi = task.data_range
-        return vae, built["var"].clamp_min(VAR_FLOOR * (hi - lo) ** 2)
+        var = to_device(built["var"], self.device)
+        return vae, var.clamp_min(VAR_FLOOR * (hi - lo) ** 2)
 
     def objective(self, x: torch.Tensor, z: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
         """Per-sample J(x, z): -log p(o | x) + sum_j (x - Dec(z))_j^2 / (2 v_j) + ||z||^2 / 2."""
@@ -298,19 +307,22 @@ class PriorAttack(Attack):
         """Reconstruct the released rows; ⊥ rows get the aux mean (the harness scores them
         with it too). Restart draws come from a generator seeded afresh at each call, so a
         release has one answer whatever was reconstructed before."""
+        release = release.cpu()
         kept = release.released
         out = self.guess.expand(len(release), *self.input_shape).clone()
         idx = kept.nonzero().flatten()
         if len(idx) == 0:
             return out
-        observed = release.values[idx].float()
+        observed = to_device(release.values[idx].float(), self.device)
         gen = torch.Generator().manual_seed(self.restart_seed)
         shape = (int(self.params["restarts"]), len(idx), self.vae.latent)
         starts = torch.randn(shape, generator=gen)
         starts[0] = 0.0  # the prior mode
+        starts = to_device(starts, self.device)
         bs = int(self.params["batch_size"])
         for i in range(0, len(idx), bs):
-            out[idx[i : i + bs]] = self.invert(observed[i : i + bs], starts[:, i : i + bs])
+            found = self.invert(observed[i : i + bs], starts[:, i : i + bs])
+            out[idx[i : i + bs]] = to_cpu(found)
         return out
 
     def invert(self, observed: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
@@ -328,7 +340,8 @@ class PriorAttack(Attack):
         restarts, n, k = starts.shape
         target = observed.repeat(restarts, *([1] * (observed.ndim - 1)))
         z = nn.Parameter(starts.reshape(restarts * n, k).clone())
-        best_z, best = z.detach().clone(), torch.full((restarts * n,), float("inf"))
+        best_z = z.detach().clone()
+        best = torch.full((restarts * n,), float("inf"), device=z.device)
         steps = int(self.params["steps"])
         opt = torch.optim.Adam([z], lr=float(self.params["lr"]))
         schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
@@ -342,7 +355,7 @@ class PriorAttack(Attack):
         with torch.no_grad():
             _keep_best(self.latent_objective(z, target), best, (z, best_z))
         winner = best.view(restarts, n).argmin(0)  # by the objective, never by the input
-        return best_z.view(restarts, n, k)[winner, torch.arange(n)]
+        return best_z.view(restarts, n, k)[winner, torch.arange(n, device=winner.device)]
 
     def refine(self, observed: torch.Tensor, z0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Stage 2: minimise J over (x, z) from stage 1's z0 for `refine_steps` steps and
@@ -360,7 +373,8 @@ class PriorAttack(Attack):
         with torch.no_grad():
             x0 = self.vae.decode(z0)
         x, z = x0.clone().requires_grad_(not exact), nn.Parameter(z0.clone())
-        best_x, best_z, best = x0.clone(), z0.clone(), torch.full((len(x0),), float("inf"))
+        best_x, best_z = x0.clone(), z0.clone()
+        best = torch.full((len(x0),), float("inf"), device=x0.device)
         steps = int(self.params["refine_steps"])
         groups: list[dict[str, Any]] = [{"params": [z], "lr": float(self.params["lr"])}]
         if not exact:

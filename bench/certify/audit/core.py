@@ -52,6 +52,7 @@ from bench.certify.audit.power import (
 from bench.certify.audit.ptr import audit_ptr, is_ptr_mechanism
 from bench.certify.audit.result import AuditResult, audit_generator
 from bench.certify.audit.thresholds import best_threshold
+from bench.device import host_view
 from bench.errors import MechanismOutputError
 from bench.protocols import Mechanism, Task
 
@@ -138,7 +139,7 @@ def distinguishers(
     "mean-difference": projection onto the difference of empirical release means, which
     `direction_draws` estimates from draws kept apart from the selection ones."""
     out: dict[str, Scorer] = {}
-    encoder = mechanism.encoder()
+    encoder = host_view(mechanism.encoder())  # scores are computed on the CPU
     if encoder is not None:
         means = encoder(torch.stack([pair.x0, pair.x1])).reshape(2, -1).float()
         if means.shape[1] == release_dim:
@@ -216,7 +217,7 @@ def audit_pairs_for(
     box = tuple(float(b) for b in task.data_range)
     noise = mechanism.noise()
     output_p = 1.0 if noise is not None and noise.kind == "laplace" else 2.0
-    encoder = mechanism.encoder()
+    encoder = host_view(mechanism.encoder())  # the pair search runs on the CPU
     if notion in RADIUS_NOTIONS:
         norm = parse_norm(distance)
         return radius_pairs(
@@ -244,7 +245,7 @@ def _cost_per_draw(mechanism: Mechanism, x: torch.Tensor, release_dim: int) -> i
 def _loss_coordinates(mechanism: Mechanism, pairs: list[InputPair]) -> int:
     """The most release coordinates any pair's noiseless outputs differ in (1 without an
     encoder): how widely a Laplace claim's privacy loss is spread (power.laplace_model)."""
-    encoder = mechanism.encoder()
+    encoder = host_view(mechanism.encoder())
     if encoder is None:
         return 1
     with torch.no_grad():

@@ -33,6 +33,7 @@ from torch.func import functional_call
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
 from bench.certify.audit.power import ScoreModel, detection_power, gdp_mu_estimate, ideal_bound
 from bench.certify.audit.result import AuditResult, audit_generator
+from bench.device import to_cpu, to_device
 from bench.protocols import Mechanism, Task
 
 ATTRIBUTES = ("stacked", "arch", "model", "memory", "num_classes")
@@ -91,15 +92,19 @@ def _neighbour(mechanism: Any, member: int) -> Any:
 
 
 def _labels(mechanism: Any, x: torch.Tensor) -> torch.Tensor:
-    """(networks, N) labels of every stacked network."""
+    """(networks, N) labels of every stacked network (run on the networks' device, handed
+    back on the CPU)."""
     stacked = mechanism.stacked
     n = next(iter(stacked.values())).shape[0]
+    x = to_device(x, next(iter(stacked.values())).device)
     with torch.no_grad():
-        return torch.stack(
-            [
-                _Member(mechanism.arch, {k: v[i] for k, v in stacked.items()})(x).argmax(1)
-                for i in range(n)
-            ]
+        return to_cpu(
+            torch.stack(
+                [
+                    _Member(mechanism.arch, {k: v[i] for k, v in stacked.items()})(x).argmax(1)
+                    for i in range(n)
+                ]
+            )
         )
 
 

@@ -52,6 +52,7 @@ from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
 from bench.certify.audit.power import gdp_mu_estimate, plan_at, planned_draws
 from bench.certify.audit.result import AuditResult, audit_generator
 from bench.certify.audit.thresholds import best_threshold
+from bench.device import host_view
 from bench.protocols import Mechanism, NoiseModel, Task
 
 DISTANCE = "linf/embedding"
@@ -142,7 +143,7 @@ class PTRModel:
                     return None
                 lo, hi = (mid, hi) if answer else (lo, mid)
             r_top = cfg.grid_radius(lo) if bottom else -math.inf
-        return Side(z64, mech.f(z.float().unsqueeze(0))[0], r_top)
+        return Side(z64, host_view(mech.f)(z.float().unsqueeze(0))[0], r_top)
 
     def draw(self, side: Side, m: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(released (m,) bool, values (m, k) float32) of m releases of `side`."""
@@ -158,7 +159,7 @@ def replay(mechanism: Mechanism, model: PTRModel, x: torch.Tensor, seed: int) ->
     tolerance); or why not."""
     batch = x.expand(REPLAY_DRAWS, *x.shape).clone()
     with torch.no_grad():
-        z = mechanism.vae(batch)[0]  # type: ignore[attr-defined]
+        z = host_view(mechanism.vae)(batch)[0]  # type: ignore[attr-defined]
     side = model.side(z)
     if side is None:
         return f"phi of the anchor embedding needs more than {model.milp_budget} MILPs"
@@ -235,7 +236,8 @@ def candidates(
             torch.where(torch.rand(z0.shape, generator=gen) < 0.5, -1.0, 1.0)
             for _ in range(n_random)
         ]
-        directions += [_worst_direction(mech.f, z0, radius, gen) for _ in range(n_worst)]
+        f = host_view(mech.f)  # the ascent runs on the CPU
+        directions += [_worst_direction(f, z0, radius, gen) for _ in range(n_worst)]
         for s in directions:
             a, b = first, model.side(_partner(z0, s, radius))
             if b is None:

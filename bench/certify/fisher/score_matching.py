@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.device import module_device, randn, to_cpu, to_device
+
 SMOOTHING = 0.25
 
 
@@ -84,7 +86,7 @@ def _ssm_terms(
     """Per-sample v^T (ds/dx) v (v ~ N(0, I)) and ||s(x)||^2."""
     x = x.flatten(1).detach().requires_grad_(True)
     s = score(x)
-    v = torch.randn(x.shape, generator=generator)
+    v = randn(x.shape, generator, x.device)
     (grad_v,) = torch.autograd.grad((s * v).sum(), x, create_graph=create_graph)
     return (grad_v * v).sum(1), s.pow(2).sum(1)
 
@@ -98,25 +100,27 @@ def fit_score(
     batch_size: int = 128,
     lr: float = 1e-3,
     hidden: int = 256,
+    device: torch.device | None = None,
 ) -> ScoreNet:
     """Fit a score model of x + N(0, smoothing^2) by SSM-VR: `steps` Adam steps on batches
     drawn by reshuffled passes over x, with fresh smoothing noise and slicing directions each
-    step (so small data sets are not memorised noise and all)."""
+    step (so small data sets are not memorised noise and all), on `device` (default: x's)."""
     flat = x.flatten(1).float()
     var = flat.var(0) + smoothing**2
     init_seed = int(torch.randint(2**62, (1,), generator=generator))
     with torch.random.fork_rng(devices=[]):  # the init from `generator`, not the global RNG
         torch.manual_seed(init_seed)
         score = ScoreNet(flat.mean(0), var, hidden)
+    score, flat = score.to(device or flat.device), to_device(flat, device)
     opt = torch.optim.Adam(score.parameters(), lr=lr)
     order = torch.randperm(len(flat), generator=generator)
     cursor = 0
     for _ in range(steps):
         if cursor >= len(flat):
             order, cursor = torch.randperm(len(flat), generator=generator), 0
-        batch = flat[order[cursor : cursor + batch_size]]
+        batch = flat[to_device(order[cursor : cursor + batch_size], flat.device)]
         cursor += batch_size
-        noisy = batch + smoothing * torch.randn(batch.shape, generator=generator)
+        noisy = batch + smoothing * randn(batch.shape, generator, flat.device)
         div, norm2 = _ssm_terms(score, noisy, generator, create_graph=True)
         loss = (div + 0.5 * norm2).mean()
         opt.zero_grad()
@@ -137,12 +141,12 @@ def score_prior_term(
     standard error over samples, and the misfit |A - B| / d (see the module docstring)."""
     d = x_heldout[0].numel()
     norms, divs = [], []
-    flat = x_heldout.flatten(1).float()
+    flat = to_device(x_heldout.flatten(1).float(), module_device(score))
     for _ in range(draws):
-        noisy = flat + smoothing * torch.randn(flat.shape, generator=generator)
+        noisy = flat + smoothing * randn(flat.shape, generator, flat.device)
         div, norm2 = _ssm_terms(score, noisy, generator, create_graph=False)
-        norms.append(norm2.detach().double())
-        divs.append(div.detach().double())
+        norms.append(to_cpu(norm2.detach()).double())
+        divs.append(to_cpu(div.detach()).double())
     norm_est = torch.stack(norms).mean(0) / d  # A per sample, draws averaged
     div_est = -torch.stack(divs).mean(0) / d  # B per sample
     per_sample = 2 * div_est - norm_est  # C per sample
@@ -158,7 +162,9 @@ def estimate_prior_term(
     *,
     smoothing: float = SMOOTHING,
     steps: int = 300,
+    device: torch.device | None = None,
 ) -> PriorTerm:
-    """Fit the score of the smoothed data on `x_train`, evaluate on `x_heldout`."""
-    score = fit_score(x_train, generator, smoothing=smoothing, steps=steps)
+    """Fit the score of the smoothed data on `x_train`, evaluate on `x_heldout` (on
+    `device`, default the CPU; the statistics are taken on the CPU in float64)."""
+    score = fit_score(x_train, generator, smoothing=smoothing, steps=steps, device=device)
     return score_prior_term(score, x_heldout, generator, smoothing=smoothing)

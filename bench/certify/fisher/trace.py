@@ -11,7 +11,9 @@ with its standard error. `hutchinson_trace` is the differentiable estimate used 
 regulariser: E_u ||J^T u||^2 = Tr(J J^T) = Tr(J^T J) for u ~ N(0, I).
 
 Every computation runs the encoder in eval mode: a training-mode BatchNorm mixes the samples
-of a batch, so the Jacobian of one sample's encoding would depend on the other samples.
+of a batch, so the Jacobian of one sample's encoding would depend on the other samples. It
+runs on the encoder's device (bench.device): the vmapped JVP / VJP batches are what an
+accelerator speeds up; the traces come back on that device (float64; on the CPU for MPS).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Literal
 import torch
 from torch import nn
 from torch.func import jvp, vjp, vmap
+
+from bench.device import as_float64, module_device, randn, to_device
 
 Side = Literal["auto", "input", "output"]
 DEFAULT_PAIRS = 512  # (sample, direction) pairs per vmap call: peak memory; 512 was fastest too
@@ -55,7 +59,7 @@ def _sides(encoder: nn.Module, x: torch.Tensor) -> tuple[int, int]:
     """(input dimension d, output dimension m) of `encoder` on one sample of `x` (in eval mode,
     so a BatchNorm's running statistics are not updated by the probe)."""
     with eval_mode(encoder), torch.no_grad():
-        out = encoder(x[:1])
+        out = encoder(to_device(x[:1], module_device(encoder)))
     return math.prod(x.shape[1:]), out[0].numel()
 
 
@@ -83,16 +87,16 @@ def _squared_norms(
 
     if side == "input":
         d = math.prod(sample_shape)
-        basis = torch.zeros(len(dirs), d, dtype=x.dtype)
-        basis[torch.arange(len(dirs)), dirs] = 1.0
+        basis = torch.zeros(len(dirs), d, dtype=x.dtype, device=x.device)
+        basis[torch.arange(len(dirs), device=x.device), dirs] = 1.0
         basis = basis.view(len(dirs), *sample_shape)
 
         def columns(xi: torch.Tensor) -> torch.Tensor:
             return vmap(lambda t: jvp(single, (xi,), (t,))[1])(basis)
 
     else:
-        basis = torch.zeros(len(dirs), out_dim, dtype=x.dtype)
-        basis[torch.arange(len(dirs)), dirs] = 1.0
+        basis = torch.zeros(len(dirs), out_dim, dtype=x.dtype, device=x.device)
+        basis[torch.arange(len(dirs), device=x.device), dirs] = 1.0
 
         def columns(xi: torch.Tensor) -> torch.Tensor:
             _, pullback = vjp(single, xi)
@@ -123,13 +127,16 @@ def _per_direction(
     b_chunk = max(1, max_pairs // k_chunk)
     # A copy with its own storage: making a forward-mode dual of a view costs time in the
     # size of the view's base (a row slice of a whole dataset took seconds per chunk).
-    x = x.detach().clone()
+    device = module_device(encoder)
+    x = to_device(x, device).detach().clone()
+    dirs = to_device(dirs, device)
     parts = []
     with eval_mode(encoder), torch.no_grad():
         for rows in _blocks(len(x), b_chunk):
             total = None
             for cols in _blocks(len(dirs), k_chunk):
-                part = reduce(_squared_norms(encoder, side, x[rows], dirs[cols], out_dim).double())
+                squared = _squared_norms(encoder, side, x[rows], dirs[cols], out_dim)
+                part = reduce(as_float64(squared))
                 total = part if total is None else total + part
             parts.append(total)
     return torch.cat(parts)
@@ -201,11 +208,11 @@ def hutchinson_trace(
     needs an encoder whose samples do not interact (no training-mode BatchNorm) to be exact
     in expectation; the caller chooses the mode.
     """
-    x = x.detach().requires_grad_(True)
+    x = to_device(x, module_device(encoder)).detach().requires_grad_(True)
     e = encoder(x)
-    total = torch.zeros(len(x), dtype=e.dtype)
+    total = torch.zeros(len(x), dtype=e.dtype, device=e.device)
     for _ in range(probes):
-        u = torch.randn(e.shape, generator=generator, dtype=e.dtype)
+        u = randn(e.shape, generator, e.device, e.dtype)
         (pulled,) = torch.autograd.grad((e * u).sum(), x, create_graph=True)
         total = total + pulled.flatten(1).pow(2).sum(1)
     return total / probes, e
