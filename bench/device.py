@@ -29,7 +29,7 @@ import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -91,6 +91,8 @@ def resolve_device(spec: str | torch.device, where: str = "--device") -> torch.d
             )
         return torch.device("mps")
     count = cuda_count()
+    if count:  # before cuBLAS starts: its deterministic mode needs a fixed workspace
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", _CUBLAS_WORKSPACE)
     if count == 0:
         build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "no CUDA"
         raise DeviceError(
@@ -177,13 +179,14 @@ def on_device(module: nn.Module, device: torch.device | str | None) -> nn.Module
     return copy.deepcopy(module).to(device)
 
 
-def rng_devices(device: torch.device | str) -> list[int]:
-    """The CUDA devices whose global RNG `torch.random.fork_rng` must save and restore around
-    code that seeds and draws from the global RNG on `device` (none on the CPU)."""
-    device = torch.device(device)
-    if device.type != "cuda":
-        return []
-    return [device.index if device.index is not None else torch.cuda.current_device()]
+def forked_rng() -> AbstractContextManager[None]:
+    """`torch.random.fork_rng` over the CPU's global RNG and that of every CUDA device already
+    in use: code that seeds the global RNG (weight init, Opacus's noise, dropout on a GPU)
+    leaves it as it found it on the job's accelerator too, so a job's numbers do not depend
+    on whether an artifact was built or read from the cache. On a CPU-only run (or before a
+    job first touches its GPU) this is fork_rng(devices=[]), as before devices existed."""
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    return torch.random.fork_rng(devices=devices)
 
 
 class HostView(nn.Module):

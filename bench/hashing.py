@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from bench.device import forked_rng
+
 
 def canonical_json(obj: Any) -> str:
     """JSON with sorted keys and no whitespace: equal configs give equal strings."""
@@ -83,7 +85,8 @@ def source_digest(*module_names: str, length: int = 16) -> str:
 
 @contextmanager
 def seeded_init(seed: int, purpose: str) -> Iterator[None]:
-    """Seed torch's global RNG for weight initialisation, restoring it afterwards."""
-    with torch.random.fork_rng(devices=[]):
+    """Seed torch's global RNG for weight initialisation, restoring it afterwards (also on
+    a CUDA device the job uses, bench.device.forked_rng)."""
+    with forked_rng():
         torch.manual_seed(derive_seed(seed, purpose))
         yield

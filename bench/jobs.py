@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench.device import device_kind
+from bench.device import device_kind, jobs_device
 from bench.errors import ConfigError
 from bench.hashing import digest, files_digest
 from bench.protocols import Task
@@ -187,11 +187,12 @@ def expand(
     task: str | None = None,
     mechanism: str | None = None,
     attack: str | None = None,
-    device: str = "cpu",
+    device: str | None = None,
 ) -> list[Job]:
-    """All jobs of a suite, optionally filtered, to run on `device` (a resolved device
-    string, bench.device); utility jobs (attack None) always included for the selected
-    (task, mechanism) pairs."""
+    """All jobs of a suite, optionally filtered, to run on `device` (a device string,
+    bench.device; None: the suite's `device` key, else the CPU); utility jobs (attack None)
+    always included for the selected (task, mechanism) pairs."""
+    on = jobs_device(device or suite.device, check=False, where=f"{suite.source}: 'device'")
     jobs: list[Job] = []
     for t_entry in suite.tasks:
         if task is not None and t_entry.name != task:
@@ -245,7 +246,7 @@ def expand(
                                     task_cls, m_cls, *a_classes, audited=a_name is None
                                 ),
                                 threads=threads_for(m_cls),
-                                device=device,
+                                device=on,
                             )
                         )
     return jobs

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.device import CPU, rng_devices, to_device
+from bench.device import CPU, forked_rng, to_device
 from bench.errors import ConfigError
 from bench.hashing import derive_seed, files_digest, seeded_init
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
@@ -59,7 +59,7 @@ def train_dp_sgd(
     model = model.to(device)
     optimiser = torch.optim.SGD(model.parameters(), lr=lr)
     engine = PrivacyEngine(accountant="rdp")
-    with torch.random.fork_rng(devices=rng_devices(device)):
+    with forked_rng():
         torch.manual_seed(seed)  # Opacus draws its noise from the global generator
         try:
             private, optimiser, loader = engine.make_private_with_epsilon(
