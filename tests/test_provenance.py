@@ -75,6 +75,7 @@ def test_rows_carry_task_data_code_and_suite_versions() -> None:
             "code_version": "0.1.0+f00",
             "suite_version": "1",
             "torch_threads": "1",
+            "device": "cpu",
         }
 
 
@@ -141,7 +142,13 @@ def test_written_leaderboard_rows_carry_provenance(tmp_path: Path) -> None:
     rows = json.loads(paths[0].read_text())["rows"]
     assert len(rows) >= 2 and all("provenance" in row for row in rows)
     by_attack = {row["attack"]: row["provenance"] for row in rows}
-    expected = {"task_version": "1", "data_hash": "d1", "suite_version": "7", "torch_threads": "1"}
+    expected = {
+        "task_version": "1",
+        "data_hash": "d1",
+        "suite_version": "7",
+        "torch_threads": "1",
+        "device": "cpu",
+    }
     assert by_attack[None] == {**expected, "code_version": "0.1.0+c1"}
     assert by_attack["inverter"] == {**expected, "code_version": "0.1.0+c2"}
     # Every row says what it ran on (never the host name), as MTEB and lm-eval record.
