@@ -152,7 +152,7 @@ def jacobian_trace(
     encoder has the constant Jacobian W, so its trace is ||W||_F^2 with no passes at all.
     """
     if isinstance(encoder, nn.Linear):  # J = W at every x
-        frob = float(encoder.weight.detach().double().pow(2).sum())
+        frob = float(as_float64(encoder.weight.detach()).pow(2).sum())
         return torch.full((len(x),), frob, dtype=torch.float64)
     d, m = _sides(encoder, x)
     chosen = _pick_side(side, d, m)
