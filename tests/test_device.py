@@ -394,22 +394,76 @@ def test_explicit_device_gives_the_default_numbers(
         assert torch.equal(default[key], explicit[key]), f"{name}: {key} differs on {device}"
 
 
+def _fit_and_release(task, cases, cache_root, device, attacks=()) -> list[torch.Tensor]:
+    """Fit each (mechanism, params) of `cases` on `task` with `device` handed over (None:
+    the default context), release the first test inputs, run `attacks` on the first
+    mechanism; every release, prediction and reconstruction, in order."""
+    kwargs = {} if device is None else {"device": device}
+    splits = task.splits()
+    x = splits.test.x[:12]
+    out = []
+    for i, (name, params) in enumerate(cases):
+        mech = MECHANISMS.get(name)(**params)
+        mech.fit(task, splits, FitContext(0, ArtifactCache(cache_root, **kwargs), **kwargs))
+        if device is not None:
+            assert mech.device == device, name
+        release = mech.release(x, torch.Generator().manual_seed(0))
+        out += [release.values, release.released, mech.predict(release)]
+        out += [v for k, v in sorted(release.meta.items()) if k != "test_radius"]
+        out += [torch.tensor(m.value) for _, m in sorted(mech.claim_metrics(task, splits).items())]
+        for attack_name, attack_params in attacks if i == 0 else ():
+            attack = ATTACKS.get(attack_name)(**attack_params)
+            ctx = FitContext(2, ArtifactCache(cache_root, **kwargs), **kwargs)
+            attack.fit(mech, task, splits.aux, ctx)
+            reconstruct = attack.ranked(release, 5) if task.modality == "ids" else None
+            out.append(attack.reconstruct(release) if reconstruct is None else reconstruct)
+    return out
+
+
+def _same_on_both(task, cases, tmp_path, attacks=()) -> None:
+    default = _fit_and_release(task, cases, tmp_path / "a", None, attacks)
+    explicit = _fit_and_release(task, cases, tmp_path / "b", torch.device("cpu", 0), attacks)
+    assert len(default) == len(explicit)
+    for i, (a, b) in enumerate(zip(default, explicit, strict=True)):
+        assert torch.equal(a, b), f"output {i} differs"
+
+
 def test_label_only_and_leave_one_out_with_an_explicit_device(tmp_path) -> None:
+    """The stacked leave-one-out training, LUCID's bounds (MILPs on CPU copies) and its
+    probes, DP-SGD and ALIBI, with a device object that is not the default."""
     from bench.suite import make_task
 
-    task = make_task("spam", {"subsample": 60, "n_test": 40, "train_epochs": 2})
-    outs = []
-    for root, kwargs in (("a", {}), ("b", {"device": torch.device("cpu", 0)})):
-        splits = task.splits()
-        got = []
-        for name, params in (("naive-idp", {"eps": 1.0}), ("alibi", {"eps": 1.0})):
-            mech = MECHANISMS.get(name)(**params)
-            ctx = FitContext(0, ArtifactCache(tmp_path / root, **kwargs), **kwargs)
-            mech.fit(task, splits, ctx)
-            got.append(mech.release(splits.test.x, torch.Generator().manual_seed(0)).values)
-        outs.append(got)
-    for a, b in zip(*outs, strict=True):
-        assert torch.equal(a, b)
+    task = make_task("credit", {"subsample": 40, "arch": "2x6", "n_test": 60, "train_epochs": 50})
+    cases = [
+        ("lucid", {"eps": 1.0, "variant": "diff", "time_limit": 20.0, "budget": 60.0}),
+        ("naive-idp", {"eps": 1.0}),
+        ("dp-sgd", {"eps": 1.0}),
+        ("alibi", {"eps": 1.0}),
+    ]
+    _same_on_both(task, cases, tmp_path)
+
+
+def test_discrete_split_models_with_an_explicit_device(tmp_path) -> None:
+    """MovieLens: the task's split model moved (EmbeddingSplit.to), dfil's compression
+    bottleneck trained noise-aware on it, gauss-input on the split, and lookup."""
+    from bench.suite import make_task
+
+    task = make_task("movielens", {"n_train": 500, "n_aux": 10, "n_test": 12})
+    cases = [
+        ("dfil", {"inv_dfil": 10.0, "compression": 2, "noise_aware": True, "calib_samples": 8}),
+        ("gauss-input", {"eps": 2.0, "r": 0.5}),
+    ]
+    _same_on_both(task, cases, tmp_path, attacks=[("lookup", {"max_steps": 20})])
+
+
+def test_posthoc_ptr_with_an_explicit_device(tmp_path) -> None:
+    """Posthoc PTR: networks on the device, MILPs and PTR's test on CPU copies."""
+    from bench.suite import make_task
+
+    task = make_task("mnist", {"n_train": 300, "n_aux": 50, "n_test": 12}, "<test>")
+    tiny = {"vae_epochs": 2, "obf_epochs": 2, "n_calib": 4, "finetune_epochs": 1}
+    cases = [("posthoc-ptr", {"eps": 10.0, "R": 0.05, "solver": "highs", **tiny})]
+    _same_on_both(task, cases, tmp_path, attacks=[("optimization", {"max_steps": 10})])
 
 
 def test_a_cpu_job_runs_with_its_device_and_records_no_nondeterminism(tmp_path) -> None:
