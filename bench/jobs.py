@@ -26,6 +26,7 @@ from bench.threads import threads_for
 _PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
 # Harness modules every job's result depends on.
 _HARNESS = (
+    "bench.cpu_math",  # the ISA every job's CPU arithmetic is pinned to
     "bench.evaluate",
     "bench.protocols",
     "bench.training",

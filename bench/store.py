@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.cpu_math import effective_isa
 from bench.hashing import canonical_json
 from bench.jobs import Job
 from bench.metrics import MetricResult
@@ -140,6 +141,7 @@ def machine_info() -> dict[str, str]:
         "torch": torch.__version__,
         "cpu": platform.processor() or platform.machine(),
         "cpus": str(os.cpu_count() or 0),
+        "cpu_isa": effective_isa(),
     }
 
 

@@ -93,15 +93,15 @@ def attach_provenance(
     ]
 
 
-ENVIRONMENT_KEYS = ("python", "torch", "platform", "cpu", "cpus")  # never the host name
+ENVIRONMENT_KEYS = ("python", "torch", "platform", "cpu", "cpus", "cpu_isa")  # never the host name
 
 
 def attach_environment(
     rows: list[dict[str, Any]], jobs: list[Job], machines: dict[str, dict[str, str]]
 ) -> list[dict[str, Any]]:
-    """`rows`, each with an "environment" object (python, torch, platform, cpu, cpus) of the
-    machines its jobs were stored from (`machines`: job hash -> machine record), distinct
-    values joined by ","."""
+    """`rows`, each with an "environment" object (`ENVIRONMENT_KEYS`) of the machines its
+    jobs were stored from (`machines`: job hash -> machine record), distinct values joined
+    by ","."""
     out = []
     for row, found_jobs in zip(rows, jobs_of_rows(rows, jobs), strict=True):
         found = [machines[j.hash] for j in found_jobs if j.hash in machines]
