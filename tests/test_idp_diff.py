@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from bench.cache import ArtifactCache
+from bench.certify.idp import bound as idp_bound
 from bench.certify.idp.bound import decision_bound
 from bench.certify.idp.diff import (
     _lp_bound,
@@ -137,3 +138,31 @@ def test_lucid_diff_is_valid_on_the_records_it_answers(tmp_path: Path) -> None:
     assert lucid.claim_metrics(task, task.splits())["bound_validity"].value == 1.0
     lucid.bounds = torch.full_like(lucid.bounds, -math.inf)
     assert lucid.claim_metrics(task, task.splits())["bound_validity"].value < 1.0
+
+
+def test_without_clocks_the_bound_ignores_a_loaded_machine(toy_networks, monkeypatch) -> None:
+    """time_limit = budget = None (LUCID's 0 s): the bound depends on the work budgets alone.
+    A clock that jumps an hour per reading, as on a machine too loaded to get anywhere, must
+    not change a number; the default wall-clock budget stops at once under the same clock."""
+    _, _, layers = toy_networks
+    works = {"max_milps": 2, "node_limit": 1}
+    quiet = [
+        differential_bound(layers[0], layers[1:], 0, time_limit=None, budget=None, **works),
+        decision_bound(
+            layers[0], layers[1:], 0, variant="HMB", time_limit=None, budget=None, **works
+        ),
+    ]
+    now = iter(range(0, 10**9, 3600))
+    monkeypatch.setattr(idp_bound.time, "perf_counter", lambda: float(next(now)))
+    loaded = [
+        differential_bound(layers[0], layers[1:], 0, time_limit=None, budget=None, **works),
+        decision_bound(
+            layers[0], layers[1:], 0, variant="HMB", time_limit=None, budget=None, **works
+        ),
+    ]
+    assert [(b.bound, b.milps, b.complete) for b in loaded] == [
+        (b.bound, b.milps, b.complete) for b in quiet
+    ]
+    clocked = differential_bound(layers[0], layers[1:], 0, budget=600.0, **works)
+    assert clocked.milps == 0 and not clocked.complete  # the clock, not the work, stopped it
+    assert clocked.bound >= quiet[0].bound - 1e-9  # and it is still sound (no tighter)

@@ -129,3 +129,14 @@ def test_noise_only_below_the_bound_and_answers_are_remembered(fitted_lucid) -> 
     # naive-idp noises exactly where networks disagree, a subset of where lucid noises.
     noised_naive = naive.release(x, g).meta["noised"]
     assert not (noised_naive & confident).any()
+
+
+def test_zero_seconds_means_no_clock_and_a_negative_one_is_refused() -> None:
+    """0 s turns a wall-clock limit off (the suites' setting: bounds from work budgets
+    alone); a negative or non-numeric limit is a one-line ConfigError."""
+    from bench.errors import ConfigError
+
+    MECHANISMS.get("lucid")(time_limit=0.0, budget=0.0, node_limit=1, max_milps=8)
+    for bad in ({"time_limit": -1.0}, {"budget": -0.5}, {"budget": "600"}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            MECHANISMS.get("lucid")(**bad)

@@ -352,14 +352,17 @@ class LinearRelaxation:
     An LP optimum is certified by its dual solution, so `optimum` is a sound bound on every
     point of the MILP (never a MIP incumbent), widened outward by `LP_SLACK`."""
 
-    def __init__(self, m: MILP, time_limit: float = 10.0) -> None:
+    def __init__(self, m: MILP, time_limit: float | None = None) -> None:
+        """`time_limit`: wall-clock seconds per solve, None for none (the default: a stop on
+        the clock would make the bounds depend on the machine's load; an LP ends anyway)."""
         import highspy
 
         self._highspy = highspy
         self._h = highspy.Highs()
         self._h.setOptionValue("output_flag", False)
         self._h.setOptionValue("threads", 1)
-        self._h.setOptionValue("time_limit", float(time_limit))
+        if time_limit is not None:
+            self._h.setOptionValue("time_limit", float(time_limit))
         self._h.passModel(_highs_model(replace(m, objective={}, offset=0.0), relaxed=True))
         self._costed: np.ndarray = np.zeros(0, dtype=np.int32)
 

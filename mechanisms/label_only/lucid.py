@@ -212,8 +212,10 @@ class Lucid(LeaveOneOutAccess):
             )
         for key in ("time_limit", "budget"):
             value = self.params[key]
-            if not (isinstance(value, int | float) and value > 0):
-                raise ConfigError(f"mechanism lucid: {key} must be a positive number of seconds")
+            if not (isinstance(value, int | float) and value >= 0):
+                raise ConfigError(
+                    f"mechanism lucid: {key} must be a number of seconds >= 0 (0: no clock)"
+                )
         for key in ("node_limit", "max_milps"):
             value = self.params[key]
             if not (isinstance(value, int) and value >= 0):
@@ -243,9 +245,9 @@ class Lucid(LeaveOneOutAccess):
             layers = [
                 dense_layers(self.arch, {k: v[i] for k, v in stacked.items()}, d) for i in range(n)
             ]
-            budgets = {
-                "time_limit": float(self.params["time_limit"]),
-                "budget": float(self.params["budget"]),
+            budgets = {  # 0 s: no wall clock, so the bounds depend on the work budgets alone
+                "time_limit": float(self.params["time_limit"]) or None,
+                "budget": float(self.params["budget"]) or None,
                 "node_limit": int(self.params["node_limit"]) or None,
                 "max_milps": int(self.params["max_milps"]) or None,
                 "groups": self.groups,

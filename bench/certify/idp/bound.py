@@ -338,7 +338,7 @@ def _solve_bound(
     members: list[list[Layer]],
     target: int,
     flags: tuple[bool, ...],
-    time_limit: float,
+    time_limit: float | None,
     node_limit: int | None = None,
     groups: Groups = (),
 ) -> float:
@@ -392,14 +392,19 @@ def _split(flat: np.ndarray, members: list[int], seed: int) -> list[list[int]]:
     return best
 
 
+def clock_spent(start: float, budget: float | None) -> bool:
+    """Whether the wall-clock `budget` (None: none) since `start` is spent."""
+    return budget is not None and time.perf_counter() - start > budget
+
+
 def decision_bound(
     net: list[Layer],
     loo: list[list[Layer]],
     target: int,
     *,
     variant: str = "full",
-    time_limit: float = 60.0,
-    budget: float = 600.0,
+    time_limit: float | None = 60.0,
+    budget: float | None = 600.0,
     seed: int = 0,
     node_limit: int | None = None,
     max_milps: int | None = None,
@@ -409,9 +414,10 @@ def decision_bound(
     the domain [0, 1]^d with the one-hot `groups` of a table (none: the whole box).
 
     Budgets: `time_limit` per MILP and `budget` for branch and bound are wall-clock (the
-    paper's), so the bound they give depends on the machine's load; `node_limit` per MILP
-    and `max_milps` for branch and bound (no split starts once that many MILPs were solved)
-    are work budgets, the same on every machine.
+    paper's; None: no clock), so the bound they give depends on the machine's load;
+    `node_limit` per MILP and `max_milps` for branch and bound (no split starts once that
+    many MILPs were solved) are work budgets, the same on every machine: with both clocks
+    None the bound is a function of the networks alone.
     Whichever stops first, the bound returned is the certified one reached so far."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown LUCID variant {variant!r}; known: {', '.join(VARIANTS)}")
@@ -438,7 +444,7 @@ def decision_bound(
         if len(members) == 1 or not math.isfinite(neg):
             return DecisionBound(target, -neg, milps, time.perf_counter() - start, True)
         out_of_work = max_milps is not None and milps >= max_milps
-        if out_of_work or time.perf_counter() - start > budget:
+        if out_of_work or clock_spent(start, budget):
             return DecisionBound(target, -neg, milps, time.perf_counter() - start, False)
         heapq.heappop(heap)
         for group in _split(flat, members, seed):

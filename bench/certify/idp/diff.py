@@ -44,6 +44,7 @@ from bench.certify.idp.bound import (
     Layer,
     _relu,
     certified_maximum,
+    clock_spent,
     propagate,
 )
 from bench.certify.milp import MILP, LinearRelaxation
@@ -190,7 +191,7 @@ def _lp_bound(m: MILP | None) -> float:
     return math.inf if top is None else top
 
 
-def _milp_bound(m: MILP | None, time_limit: float, node_limit: int | None) -> float:
+def _milp_bound(m: MILP | None, time_limit: float | None, node_limit: int | None) -> float:
     if m is None:
         return -math.inf
     return certified_maximum(m.solve(time_limit=time_limit, node_limit=node_limit))
@@ -201,8 +202,8 @@ def differential_bound(
     loo: list[list[Layer]],
     target: int,
     *,
-    time_limit: float = 60.0,
-    budget: float = 600.0,
+    time_limit: float | None = 60.0,
+    budget: float | None = 600.0,
     node_limit: int | None = None,
     max_milps: int | None = None,
     groups: Groups = (),
@@ -211,7 +212,7 @@ def differential_bound(
 
     Budgets as in `idp_bound.decision_bound`: `max_milps` caps the level-2 MILPs (work, the
     same on every machine; LP refinements are at most one per network), `budget` the wall
-    clock; whichever stops first, the top bound reached so far is returned."""
+    clock (None: none); whichever stops first, the top bound reached so far is returned."""
     start = time.perf_counter()
     margin_net = margin_layers(net, target)
     members = [margin_layers(n, target) for n in loo]
@@ -224,7 +225,7 @@ def differential_bound(
         if level == MILP_LEVEL or neg == math.inf:  # the top is final (or nothing can leak)
             return DecisionBound(target, -neg, milps, time.perf_counter() - start, True)
         out_of_work = level == LP_LEVEL and max_milps is not None and milps >= max_milps
-        if out_of_work or time.perf_counter() - start > budget:
+        if out_of_work or clock_spent(start, budget):
             return DecisionBound(target, -neg, milps, time.perf_counter() - start, False)
         heapq.heappop(heap)
         if level == 0:
