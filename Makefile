@@ -15,7 +15,7 @@ run: setup
 
 test: setup $(BROWSER)
 	$(BIN)/ruff check bench mechanisms attacks tests
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadscope
 
 setup: $(INSTALLED) $(FETCHED)
 

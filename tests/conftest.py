@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
 
 # Nothing downloads at run time: the text tasks' Hugging Face loaders must work offline.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -106,12 +108,28 @@ SMOKE_ARGS = ("run", "--suite", "smoke", "--store", "r.sqlite", "--out", "lb", "
 
 
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def smoke_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> tuple[Path, str]:
     """The shipped smoke suite run once with the local executor (2 workers): its directory
-    (store r.sqlite, leaderboard lb/) and stdout. Shared by the tests that compare to it."""
-    where = tmp_path_factory.mktemp("smoke")
-    proc = run_cli(*SMOKE_ARGS, "--jobs", "2", cwd=where, check=True)
-    return where, proc.stdout
+    (store r.sqlite, leaderboard lb/) and stdout. Shared by the tests that compare to it.
+
+    Under pytest-xdist (`make test`) the first worker that needs it runs it, under a lock, in
+    the session's shared temporary directory; every worker then gets its own copy, since a
+    test may re-run the suite in place."""
+    mine = tmp_path_factory.mktemp("smoke")
+    if worker_id == "master":  # one process: nothing to share
+        return mine, run_cli(*SMOKE_ARGS, "--jobs", "2", cwd=mine, check=True).stdout
+    shared = tmp_path_factory.getbasetemp().parent  # this session's, common to its workers
+    done = shared / "smoke-run"
+    with FileLock(str(shared / "smoke-run.lock")):
+        if not (done / "stdout.txt").is_file():
+            building = shared / "smoke-run.partial"
+            shutil.rmtree(building, ignore_errors=True)
+            building.mkdir()
+            proc = run_cli(*SMOKE_ARGS, "--jobs", "2", cwd=building, check=True)
+            (building / "stdout.txt").write_text(proc.stdout)
+            building.rename(done)
+    shutil.copytree(done, mine, dirs_exist_ok=True)
+    return mine, (mine / "stdout.txt").read_text()
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,9 @@ def _assert_same_results(a: list[dict], b: list[dict]) -> None:
                 assert row_b["metrics"][name] == entry, (row_a["mechanism"], row_a["attack"], name)
 
 
+# Its setup may run the whole smoke suite (or wait for another worker's run of it): the
+# per-test timeout counts that too, so it gets two suites' worth.
+@pytest.mark.timeout(1500)
 def test_ray_executor_gives_the_local_leaderboard_on_smoke(tmp_path, smoke_run) -> None:
     local_dir, _ = smoke_run
     n = len(expand(load_suite("smoke")))

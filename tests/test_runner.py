@@ -157,6 +157,9 @@ def test_bench_is_importable_without_the_cli() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
+# Its setup may run the whole smoke suite (or wait for another worker's run of it): the
+# per-test timeout counts that too, so it gets two suites' worth.
+@pytest.mark.timeout(1500)
 def test_smoke_suite_twice_second_run_executes_nothing(smoke_run) -> None:
     where, first_stdout = smoke_run
     n = len(expand(load_suite("smoke")))
