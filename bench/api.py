@@ -13,24 +13,25 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench import __version__
+from bench import __version__, validation
 from bench.data.locations import cache_dir
 from bench.device import jobs_device
-from bench.errors import JobsFailedError, UnknownNameError
+from bench.errors import BenchError, JobsFailedError, UnknownNameError
 from bench.executors import Executor
-from bench.hashing import digest
+from bench.hashing import digest, files_digest
 from bench.jobs import Job, expand
 from bench.registry import MECHANISMS
+from bench.report.html import report_digest
 from bench.report.labels import setting_order, short_setting, varying_params
 from bench.report.markdown import SentenceExample
 from bench.report.provenance import attach_environment, attach_provenance
 from bench.report.rows import build_rows
-from bench.report.write import leaderboard_is_current, write_leaderboard
+from bench.report.write import leaderboard_is_current, shows_inputs, write_leaderboard
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
 from bench.store_guard import open_store
 from bench.suite import Suite, load_suite, make_task
-from bench.validation import attach_expected_failures
+from bench.validation import attach_expected_failures, expected_failures_of
 
 
 def expand_suite(
@@ -55,7 +56,11 @@ def write_suite_leaderboard(
     """Leaderboard files of a fully stored suite. `generated_at` is the time of the newest
     result, so regenerating from the same results gives byte-identical files. With
     `only_if_stale`, a directory that already holds exactly these files is left alone (and
-    [out_dir/leaderboard.json] returned)."""
+    [out_dir/leaderboard.json] returned): a page stamped with the same `board_inputs` is
+    known current without building a row; otherwise the rows are rebuilt and compared."""
+    inputs = board_inputs(suite, jobs, store)
+    if only_if_stale and shows_inputs(out_dir, inputs):
+        return [Path(out_dir) / "leaderboard.json"]
     hashes = list(dict.fromkeys(j.hash for j in jobs))
     results = store.load(hashes)
     code_version = f"{__version__}+{digest(sorted({j.code_hash for j in jobs}), length=10)}"
@@ -90,7 +95,47 @@ def write_suite_leaderboard(
         utility_metrics=utility_metrics,
         examples=reconstruction_examples(jobs, store),
         sentences=sentence_examples(jobs, store),
+        inputs_digest=inputs,
     )
+
+
+def board_inputs(suite: Suite, jobs: list[Job], store: ResultStore) -> str:
+    """A digest of everything a suite's leaderboard files are made from: the suite's name
+    and version, each job's hash (its config, data and code) with the thread count and
+    device its provenance records, when the store wrote it (a store's results under a hash
+    never change; another store's differ in these times), the mechanisms' paper links and
+    waived checks, and the code that turns results into files (bench.report, this module,
+    bench.validation). Equal digests mean byte-identical files."""
+    hashes = sorted({j.hash for j in jobs})
+    mechanisms = sorted({j.mechanism for j in jobs})
+    return digest(
+        {
+            "suite": [suite.name, suite.version, __version__],
+            "jobs": sorted({(j.hash, j.threads, j.device) for j in jobs}),
+            "stored": store.created_times(hashes),
+            "links": {m: [_links_of(m), _waivers_of(m)] for m in mechanisms},
+            "code": [report_digest(), files_digest([Path(__file__), Path(validation.__file__)])],
+        }
+    )
+
+
+def _links_of(mechanism: str) -> tuple[str | None, str | None]:
+    """The (paper URL, in-tree doc page) a mechanism's rows link to; (None, None) for a
+    plug-in that is not installed where the page is written."""
+    try:
+        cls = MECHANISMS.get(mechanism)
+    except UnknownNameError:
+        return None, None
+    family = sys.modules.get(cls.__module__.rsplit(".", 1)[0])
+    return cls.paper or None, getattr(family, "DOC_PAGE", None) or None
+
+
+def _waivers_of(mechanism: str) -> dict[str, str]:
+    """The contract checks a mechanism declares it fails (bench.validation), {} if none."""
+    try:
+        return expected_failures_of(MECHANISMS.get(mechanism))
+    except BenchError:
+        return {}
 
 
 def attach_papers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,15 +143,11 @@ def attach_papers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     `paper`), so the page links every entry to its source as RobustBench's does, and `docs`,
     the doc page of its in-tree family (the family package's DOC_PAGE)."""
     for row in rows:
-        try:
-            cls = MECHANISMS.get(row["mechanism"])
-        except UnknownNameError:  # a plug-in that is not installed where the page is written
-            continue
-        if cls.paper:
-            row["paper"] = cls.paper
-        family = sys.modules.get(cls.__module__.rsplit(".", 1)[0])
-        if getattr(family, "DOC_PAGE", None):
-            row["docs"] = family.DOC_PAGE  # type: ignore[union-attr]
+        paper, docs = _links_of(row["mechanism"])
+        if paper:
+            row["paper"] = paper
+        if docs:
+            row["docs"] = docs
     return rows
 
 

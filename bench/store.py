@@ -458,6 +458,19 @@ class ResultStore:
             )
         return out
 
+    def created_times(self, hashes: list[str]) -> dict[str, str]:
+        """When each stored job of `hashes` was written (ISO 8601): with the job hashes, a
+        cheap fingerprint of what a leaderboard built from this store would show."""
+        out = {}
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._conn.execute(
+                f"SELECT job_hash, created_at FROM jobs WHERE job_hash IN ({marks})", chunk
+            )
+            out.update(dict(rows))
+        return out
+
     def machines(self, hashes: list[str]) -> dict[str, dict[str, str]]:
         """The machine (python, torch, platform, cpu) each stored job was recorded on."""
         out = {}

@@ -49,6 +49,12 @@ def report_stamp() -> str:
     return f'<meta name="bench-report" content="{report_digest()}">'
 
 
+def inputs_stamp(inputs_digest: str | None) -> str:
+    """The meta tag a suite page carries with the digest of the inputs it was made from
+    (bench.api.board_inputs), or "" when it was rendered from a leaderboard.json alone."""
+    return f'<meta name="bench-inputs" content="{inputs_digest}">' if inputs_digest else ""
+
+
 def template_environment() -> Environment:
     """The jinja2 environment of the report templates (autoescaped HTML)."""
     return Environment(
@@ -208,6 +214,7 @@ def render_index_html(
     plots: dict[str, list[dict]],
     utility_metrics: dict[str, str] | None = None,
     reproductions: list[dict[str, Any]] | None = None,
+    inputs_digest: str | None = None,
 ) -> str:
     """The page for a leaderboard document (the dict leaderboard.json holds): the paper
     reproduction tables (if a reference table names the suite), per task a summary of each
@@ -222,6 +229,7 @@ def render_index_html(
         .get_template("leaderboard.html.j2")
         .render(
             report_stamp=report_stamp(),
+            inputs_stamp=inputs_stamp(inputs_digest),
             suite=doc["suite"],
             suite_version=doc["suite_version"],
             code_version=doc["code_version"],
@@ -250,15 +258,17 @@ def write_index_html(
     doc: dict[str, Any],
     utility_metrics: dict[str, str] | None = None,
     reproductions: list[dict[str, Any]] | None = None,
+    inputs_digest: str | None = None,
 ) -> list[Path]:
     """Write the frontier plots and index.html for the leaderboard document `doc` (as in
-    leaderboard.json) into `out_dir`, beside the plots already there."""
+    leaderboard.json) into `out_dir`, beside the plots already there; `inputs_digest` is
+    stamped into the page (`inputs_stamp`)."""
     out_dir = Path(out_dir)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     frontiers = write_frontier_plots(out_dir, doc["rows"], utility_metrics)
     tasks = sorted({r["task"] for r in doc["rows"]})
     plots = {task: _task_plots(out_dir, task) for task in tasks}
-    html = render_index_html(doc, frontiers, plots, utility_metrics, reproductions)
+    html = render_index_html(doc, frontiers, plots, utility_metrics, reproductions, inputs_digest)
     index = out_dir / "index.html"
     atomic_write(index, html.encode("utf-8"))
     frontier_files = [out_dir / "plots" / f"{_safe_name(t)}_frontier.png" for t in frontiers]

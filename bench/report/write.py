@@ -12,7 +12,7 @@ import numpy as np
 from bench.fsutil import atomic_write
 from bench.report.dfil_plots import write_dfil_plots
 from bench.report.formats import _atomic_write_text, leaderboard_csv, leaderboard_json
-from bench.report.html import report_stamp, write_index_html
+from bench.report.html import inputs_stamp, report_stamp, write_index_html
 from bench.report.labels import (
     _rows_by_task,
     _safe_name,
@@ -41,6 +41,7 @@ def write_leaderboard(
     utility_metrics: dict[str, str] | None = None,
     examples: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] | None = None,
     sentences: dict[str, list[SentenceExample]] | None = None,
+    inputs_digest: str | None = None,
 ) -> list[Path]:
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
@@ -50,7 +51,9 @@ def write_leaderboard(
     (bench.report.posthoc_plots), reproduction.{md,json} when a paper's reference table
     names the suite (bench.report.reproduction), and last index.html, the static page that
     shows them all. Text tasks' reconstructed `sentences` (label, originals,
-    reconstructions) go into the Markdown.
+    reconstructions) go into the Markdown. `inputs_digest` (a digest of everything the files
+    are made from, bench.api.board_inputs) is stamped into the page, so a rerun with the
+    same inputs can leave the directory alone without rebuilding any row (`shows_inputs`).
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
@@ -87,7 +90,7 @@ def write_leaderboard(
             atomic_write(path, reconstruction_grid_png(task, entries))
             written.append(path)
     written += _write_paper_plots(rows, out_dir)
-    written += write_index_html(out_dir, doc, utility_metrics, reproductions)
+    written += write_index_html(out_dir, doc, utility_metrics, reproductions, inputs_digest)
     return written
 
 
@@ -130,6 +133,17 @@ def _prepared(
     for task, task_rows in _rows_by_task(rows).items():
         flag_rows(task_rows, (utility_metrics or {}).get(task) or utility_metric_of(task_rows))
     return rows
+
+
+def shows_inputs(out_dir: Path, inputs_digest: str) -> bool:
+    """Whether `out_dir` holds a leaderboard whose page was rendered by this report code from
+    inputs with this digest (`write_leaderboard`'s `inputs_digest`): then every file in it is
+    what writing it again would give, and a rerun skips the rows, plots and page."""
+    json_path, page = Path(out_dir) / "leaderboard.json", Path(out_dir) / "index.html"
+    if not (json_path.is_file() and page.is_file()):
+        return False
+    text = page.read_text()
+    return inputs_stamp(inputs_digest) in text and report_stamp() in text
 
 
 def leaderboard_is_current(
