@@ -56,12 +56,26 @@ def committed() -> tuple[frozenset[float], str]:
     return frozenset(values), "\n".join(texts)
 
 
+@cache
+def committed_rounded(digits: int) -> frozenset[float]:
+    """Every committed number rounded to `digits` places: one set lookup per quoted token
+    instead of a scan of every committed number."""
+    return frozenset(round(v, digits) for v in committed()[0])
+
+
+@cache
+def committed_tokens() -> frozenset[str]:
+    """Every decimal written in the committed text files, each run of digits taken whole
+    (not preceded by a digit or a point, not cut inside its digits): a token appears as
+    such in the text exactly when it is one of these."""
+    return frozenset(re.findall(r"(?<![\d.])(\d+\.\d+)", committed()[1]))
+
+
 def is_quoted(token: str) -> bool:
-    values, text = committed()
-    if re.search(rf"(?<![\d.]){re.escape(token)}(?!\d)", text):
+    if token in committed_tokens():
         return True
     digits, target = len(token.split(".")[1]), float(token)
-    return any(round(v, digits) == target for v in values)
+    return target in committed_rounded(digits)
 
 
 def quoted_numbers(text: str) -> list[str]:
