@@ -52,6 +52,16 @@ params = { epochs = 2 }
 """
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, each worker gets its share of the cores as torch's intra-op
+    threads: two workers of two threads each on 2 cores spend much of their time in
+    OpenMP barriers, waiting for a thread the other worker holds. (Jobs a test runs
+    through the CLI pin their own threads, bench.threads.)"""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
 @pytest.fixture
 def tiny_suite(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.toml"
