@@ -461,26 +461,23 @@ class ResultStore:
     def created_times(self, hashes: list[str]) -> dict[str, str]:
         """When each stored job of `hashes` was written (ISO 8601): with the job hashes, a
         cheap fingerprint of what a leaderboard built from this store would show."""
-        out = {}
-        for i in range(0, len(hashes), 500):
-            chunk = hashes[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT job_hash, created_at FROM jobs WHERE job_hash IN ({marks})", chunk
-            )
-            out.update(dict(rows))
-        return out
+        return self._job_column(hashes, "created_at")
 
     def machines(self, hashes: list[str]) -> dict[str, dict[str, str]]:
         """The machine (python, torch, platform, cpu) each stored job was recorded on."""
+        return {h: json.loads(m) for h, m in self._job_column(hashes, "machine").items()}
+
+    def _job_column(self, hashes: list[str], column: str) -> dict[str, Any]:
+        """job hash -> `column` of the jobs table, for each stored job of `hashes` (queried
+        500 at a time: SQLite caps the parameters of one statement)."""
         out = {}
         for i in range(0, len(hashes), 500):
             chunk = hashes[i : i + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._conn.execute(
-                f"SELECT job_hash, machine FROM jobs WHERE job_hash IN ({marks})", chunk
+                f"SELECT job_hash, {column} FROM jobs WHERE job_hash IN ({marks})", chunk
             )
-            out.update({h: json.loads(m) for h, m in rows})
+            out.update(dict(rows))
         return out
 
     def mean_durations(self) -> dict[tuple[str, str, str], float]:

@@ -14,6 +14,8 @@ import pytest
 import torch
 from filelock import FileLock
 
+from bench.jobs import Job
+
 # Nothing downloads at run time: the text tasks' Hugging Face loaders must work offline.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -111,6 +113,25 @@ def tiny_run_args(suite: Path, *extra: str) -> tuple[str, ...]:
         "lb",
         "--no-progress",
         *extra,
+    )
+
+
+def stub_job(seed: int = 0, mechanism: str = "identity") -> Job:
+    """A utility job with placeholder data and code hashes, for tests of the store, the
+    runner and the report that never run it."""
+    return Job(
+        task="fmnist",
+        task_options={},
+        task_config={"name": "fmnist"},
+        mechanism=mechanism,
+        params={},
+        attack=None,
+        attack_params={},
+        seed=seed,
+        attack_samples=10,
+        task_version="1",
+        data_hash="d",
+        code_hash="c",
     )
 
 

@@ -13,6 +13,7 @@ from bench.jobs import Job
 from bench.metrics.stats import scalar, summarize
 from bench.store import ResultStore
 from bench.suite import Suite, load_suite
+from tests.conftest import stub_job
 
 SUITE = """
 name = "inputs"
@@ -25,23 +26,6 @@ name = "fmnist"
 [[mechanism]]
 name = "identity"
 """
-
-
-def _job(seed: int, mechanism: str = "identity") -> Job:
-    return Job(
-        task="fmnist",
-        task_options={},
-        task_config={"name": "fmnist"},
-        mechanism=mechanism,
-        params={},
-        attack=None,
-        attack_params={},
-        seed=seed,
-        attack_samples=0,
-        task_version="1",
-        data_hash="d",
-        code_hash="c",
-    )
 
 
 def _store(path: Path, jobs: list[Job]) -> ResultStore:
@@ -60,7 +44,7 @@ def suite(tmp_path: Path) -> Suite:
 
 
 def test_a_stamped_page_is_left_alone_without_building_rows(tmp_path, suite, monkeypatch) -> None:
-    jobs = [_job(0), _job(1)]
+    jobs = [stub_job(0), stub_job(1)]
     store = _store(tmp_path / "a.sqlite", jobs)
     out = tmp_path / "lb"
     api.write_suite_leaderboard(suite, jobs, store, out)
@@ -79,7 +63,7 @@ def test_a_stamped_page_is_left_alone_without_building_rows(tmp_path, suite, mon
 
 
 def test_other_inputs_give_another_digest(tmp_path, suite) -> None:
-    jobs = [_job(0), _job(1)]
+    jobs = [stub_job(0), stub_job(1)]
     store = _store(tmp_path / "a.sqlite", jobs)
     base = api.board_inputs(suite, jobs, store)
     assert api.board_inputs(suite, jobs, store) == base  # deterministic
@@ -98,7 +82,7 @@ def test_other_inputs_give_another_digest(tmp_path, suite) -> None:
 
 
 def test_a_page_without_the_stamp_is_checked_row_by_row(tmp_path, suite) -> None:
-    jobs = [_job(0), _job(1)]
+    jobs = [stub_job(0), stub_job(1)]
     store = _store(tmp_path / "a.sqlite", jobs)
     out = tmp_path / "lb"
     api.write_suite_leaderboard(suite, jobs, store, out)

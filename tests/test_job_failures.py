@@ -25,7 +25,7 @@ from bench.metrics import MetricResult
 from bench.runner import run_jobs
 from bench.store import ResultStore
 from bench.suite import load_suite
-from tests.conftest import BENCH, ROOT, run_cli, tiny_run_args
+from tests.conftest import BENCH, ROOT, run_cli, stub_job, tiny_run_args
 from tests.faulty_plugins import FAULTS_ENV, MARK_ENV
 
 # Gaussian vectors, tiny sizes: the 12 jobs (2 mechanisms x 3 seeds x utility + 1 attack)
@@ -269,23 +269,6 @@ def test_ctrl_c_stops_the_run_at_once_and_fails_no_job(
 METRICS = {"accuracy": MetricResult(0.5, (0.4, 0.6), 4)}
 
 
-def _job(seed: int) -> Job:
-    return Job(
-        task="fmnist",
-        task_options={},
-        task_config={"name": "fmnist"},
-        mechanism="identity",
-        params={},
-        attack=None,
-        attack_params={},
-        seed=seed,
-        attack_samples=10,
-        task_version="1",
-        data_hash="d",
-        code_hash="c",
-    )
-
-
 def test_attempt_returns_a_jobs_error_and_lets_ctrl_c_through(monkeypatch) -> None:
     def run_job(job: Job, cache_root: Path, progress: bool) -> JobOutcome:
         if job.seed == 1:
@@ -300,7 +283,7 @@ def test_attempt_returns_a_jobs_error_and_lets_ctrl_c_through(monkeypatch) -> No
         return JobOutcome(METRICS, {"notion": "none"}, 0.1)
 
     monkeypatch.setattr("bench.executors.run_job", run_job)
-    results = list(LocalExecutor(1).run([_job(0), _job(1)], Path("."), False))
+    results = list(LocalExecutor(1).run([stub_job(0), stub_job(1)], Path("."), False))
     assert isinstance(results[0][1], JobOutcome)
     failure = results[1][1]
     assert isinstance(failure, JobFailure)
@@ -308,7 +291,7 @@ def test_attempt_returns_a_jobs_error_and_lets_ctrl_c_through(monkeypatch) -> No
     assert "raise ValueError" in failure.traceback
     for seed in (2, 3):
         with pytest.raises(KeyboardInterrupt):
-            attempt(_job(seed), Path("."))
+            attempt(stub_job(seed), Path("."))
 
 
 def test_a_ray_task_error_is_its_jobs_failure() -> None:
@@ -357,7 +340,7 @@ def test_an_outcome_the_store_refuses_is_its_jobs_failure(tmp_path) -> None:
         }
     )
     store = ResultStore(tmp_path / "s.sqlite")
-    jobs = [_job(seed) for seed in range(4)]
+    jobs = [stub_job(seed) for seed in range(4)]
     seen: list[str] = []
     summary = run_jobs(
         jobs,

@@ -26,7 +26,7 @@ from bench.metrics import MetricResult
 from bench.runner import lease_timeout_s, run_jobs
 from bench.store import ResultStore
 from bench.suite import load_suite
-from tests.conftest import start_cli
+from tests.conftest import start_cli, stub_job
 
 TIMEOUT = 60.0
 METRICS = {"accuracy": MetricResult(0.5, (0.4, 0.6), 4)}
@@ -59,23 +59,6 @@ grid = { inv_dfil = [1.0] }
 name = "optimization"
 params = { max_steps = 5 }
 """
-
-
-def _job(seed: int) -> Job:
-    return Job(
-        task="fmnist",
-        task_options={},
-        task_config={"name": "fmnist"},
-        mechanism="identity",
-        params={},
-        attack=None,
-        attack_params={},
-        seed=seed,
-        attack_samples=10,
-        task_version="1",
-        data_hash="d",
-        code_hash="c",
-    )
 
 
 def _suite(tmp_path: Path, extra: str = "") -> tuple[Path, list[Job]]:
@@ -131,7 +114,7 @@ def test_an_expired_lease_is_taken_over_and_a_renewed_one_is_not(tmp_path) -> No
 
 def test_a_write_releases_the_lease_with_the_rows(tmp_path) -> None:
     store = ResultStore(tmp_path / "s.sqlite")
-    job = _job(0)
+    job = stub_job(0)
     assert store.claim([job.hash], "r1", TIMEOUT).job_hash == job.hash
     assert store.write(job, METRICS, {"notion": "none"}, 1.0, runner="r1") is True
     assert store.leases() == {}
@@ -161,13 +144,16 @@ def test_release_frees_a_job_at_once_and_only_its_holder_can(tmp_path) -> None:
 
 def test_a_store_from_before_leases_gains_the_tables_and_keeps_its_rows(tmp_path) -> None:
     path = tmp_path / "old.sqlite"
-    ResultStore(path).write(_job(0), METRICS, {"notion": "none"}, 1.0)
+    ResultStore(path).write(stub_job(0), METRICS, {"notion": "none"}, 1.0)
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE leases")
         conn.execute("DROP TABLE lease_log")
     store = ResultStore(path)
-    assert store.stored_hashes([_job(0).hash]) == {_job(0).hash}
-    assert store.claim([_job(0).hash, _job(1).hash], "r1", TIMEOUT).job_hash == _job(1).hash
+    assert store.stored_hashes([stub_job(0).hash]) == {stub_job(0).hash}
+    assert (
+        store.claim([stub_job(0).hash, stub_job(1).hash], "r1", TIMEOUT).job_hash
+        == stub_job(1).hash
+    )
 
 
 def test_the_lease_timeout_comes_from_the_environment(monkeypatch) -> None:
@@ -230,7 +216,7 @@ def test_executors_read_a_starved_feed_again_until_it_ends(monkeypatch) -> None:
     monkeypatch.setattr("bench.executors.WAIT_S", 0.01)
     assert list(LocalExecutor(1).run(iter([None, None]), Path("."), False)) == []
     fake = _FakeRay(JobOutcome(METRICS, {"notion": "none"}, 0.1))
-    feed = _Pull(iter([_job(0), None, None, _job(1)]))
+    feed = _Pull(iter([stub_job(0), None, None, stub_job(1)]))
     started: list[Job] = []
     collected = list(RayExecutor()._submit_and_collect(fake, feed, Path("."), started.append))
     assert [job.seed for job, _ in collected] == [job.seed for job in started] == [0, 1]

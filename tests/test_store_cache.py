@@ -9,27 +9,9 @@ import numpy as np
 import pytest
 
 from bench.cache import ArtifactCache
-from bench.jobs import Job
 from bench.metrics import MetricResult
 from bench.store import ResultStore
-
-
-def _job(seed: int = 0) -> Job:
-    return Job(
-        task="fmnist",
-        task_options={},
-        task_config={"name": "fmnist"},
-        mechanism="identity",
-        params={},
-        attack=None,
-        attack_params={},
-        seed=seed,
-        attack_samples=10,
-        task_version="1",
-        data_hash="d",
-        code_hash="c",
-    )
-
+from tests.conftest import stub_job
 
 METRICS = {
     "accuracy": MetricResult(0.5, (0.4, 0.6), 4, np.array([0.0, 1.0, 1.0, 0.0])),
@@ -39,23 +21,23 @@ METRICS = {
 
 def test_second_write_of_a_job_is_a_no_op(tmp_path) -> None:
     store = ResultStore(tmp_path / "r.sqlite")
-    assert store.write(_job(), METRICS, {"notion": "none"}, 1.0) is True
-    assert store.write(_job(), METRICS, {"notion": "none"}, 2.0) is False
+    assert store.write(stub_job(), METRICS, {"notion": "none"}, 1.0) is True
+    assert store.write(stub_job(), METRICS, {"notion": "none"}, 2.0) is False
     other = ResultStore(tmp_path / "r.sqlite")  # a second connection sees one copy
-    (loaded,) = other.load([_job().hash])
+    (loaded,) = other.load([stub_job().hash])
     assert set(loaded["metrics"]) == {"accuracy", "fit_s"}
     np.testing.assert_array_equal(loaded["metrics"]["accuracy"].samples, [0, 1, 1, 0])
     assert loaded["metrics"]["fit_s"].samples is None
-    assert other.stored_hashes([_job().hash, _job(1).hash]) == {_job().hash}
+    assert other.stored_hashes([stub_job().hash, stub_job(1).hash]) == {stub_job().hash}
 
 
 def test_a_failing_write_leaves_nothing(tmp_path) -> None:
     store = ResultStore(tmp_path / "r.sqlite")
     bad = {**METRICS, "broken": MetricResult(float("nan"), (0, 0), "not-an-int")}  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        store.write(_job(), bad, {"notion": "none"}, 1.0)
-    assert store.stored_hashes([_job().hash]) == set()
-    assert store.write(_job(), METRICS, {"notion": "none"}, 1.0) is True
+        store.write(stub_job(), bad, {"notion": "none"}, 1.0)
+    assert store.stored_hashes([stub_job().hash]) == set()
+    assert store.write(stub_job(), METRICS, {"notion": "none"}, 1.0) is True
 
 
 def test_cache_builds_once_and_reuses(tmp_path) -> None:
