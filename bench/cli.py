@@ -19,7 +19,6 @@ from bench import __version__
 from bench.data.cli import data_app
 from bench.data.locations import cache_dir
 from bench.errors import BenchError, ConfigError, JobsFailedError
-from bench.hashing import project_code_hash
 
 if TYPE_CHECKING:
     from bench.jobs import Job
@@ -60,6 +59,8 @@ def _cache_root(store: Path) -> Path:
 def _print_version(value: bool) -> None:
     """`bench --version`: the version and the hash of every source file of the project."""
     if value:
+        from bench.hashing import project_code_hash  # imports torch: only when asked
+
         typer.echo(f"bench {__version__} (code {project_code_hash()})")
         raise typer.Exit()
 
