@@ -144,7 +144,7 @@ def _as_image(a: np.ndarray) -> np.ndarray:
 _TILE_IN, _LABEL_IN, _TITLE_IN, _GAP_PX = 1.0, 2.2, 0.35, 3
 
 
-def _mosaic(rows: list[np.ndarray], gap: int) -> np.ndarray:
+def _mosaic(rows: list[list[np.ndarray]], gap: int) -> np.ndarray:
     """Tiles (rows x cols of (H, W) or (H, W, 3) images in [0, 1]) laid out on a white
     canvas, each centred in a cell `gap` pixels larger than the image."""
     first = rows[0][0]
