@@ -8,22 +8,22 @@ import dataclasses
 from bench.metrics import MetricResult
 from bench.report.profile import profile_lines
 from bench.store import ResultStore
-from tests.conftest import run_cli
-from tests.test_store_cache import METRICS, _job
+from tests.conftest import run_cli, stub_job
+from tests.test_store_cache import METRICS
 
 
 def _attack_job(seed: int):
-    return dataclasses.replace(_job(seed), attack="inverter")
+    return dataclasses.replace(stub_job(seed), attack="inverter")
 
 
 def test_profile_splits_time_by_stage_and_names_the_slowest_job(tmp_path) -> None:
     store = ResultStore(tmp_path / "r.sqlite")
-    store.write(_job(0), METRICS, {"notion": "none"}, 3.0)  # fit_s 1.0 of 3.0 s
+    store.write(stub_job(0), METRICS, {"notion": "none"}, 3.0)  # fit_s 1.0 of 3.0 s
     attack_metrics = {"attack_s": MetricResult(8.0, (8.0, 8.0), 1)}
     store.write(_attack_job(0), attack_metrics, {"notion": "none"}, 9.0)
     timings = store.timings()
     assert sorted(t["duration_s"] for t in timings) == [3.0, 9.0]
-    assert store.timings([_job(0).hash])[0]["fit_s"] == 1.0
+    assert store.timings([stub_job(0).hash])[0]["fit_s"] == 1.0
     store.close()
     text = "\n".join(profile_lines(timings, workers=2))
     assert "2 jobs, 12.0 s of job time" in text
