@@ -15,7 +15,7 @@ run: setup
 
 test: setup $(BROWSER)
 	$(BIN)/ruff check bench mechanisms attacks tests
-	$(BIN)/pytest -n auto --dist worksteal
+	$(BIN)/pytest -n auto --dist worksteal --durations=30
 
 setup: $(INSTALLED) $(FETCHED)
 
