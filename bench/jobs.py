@@ -215,6 +215,7 @@ def expand(
                 for a in suite.attacks
                 if (attack is None or a.name == attack)
                 and a.applies_to(t_entry.name)
+                and a.attacks_mechanism(m_entry.name)
                 and task_obj.modality in ATTACKS.get(a.name).modalities
                 and not m_cls.releases_labels
             ]

@@ -47,7 +47,7 @@ _TOP_KEYS = {
     "attack",
 }
 _MECH_KEYS = {"name", "params", "grid", "tasks"}
-_ATTACK_KEYS = {"name", "params", "tasks"}
+_ATTACK_KEYS = {"name", "params", "tasks", "mechanisms"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,9 @@ class Entry:
     tasks: tuple[str, ...] | None = None
     # [[task]] only: how many test samples its attack jobs score (default: the suite's).
     attack_samples: int | None = None
+    # [[attack]] only: the mechanisms it attacks (None: every mechanism it applies to), so
+    # a suite can skip an attack whose answer is known (a learned inverter on the identity).
+    mechanisms: tuple[str, ...] | None = None
 
     def param_sets(self) -> list[dict[str, Any]]:
         """Every combination of the grid, each merged over the fixed params."""
@@ -69,6 +72,9 @@ class Entry:
 
     def applies_to(self, task: str) -> bool:
         return self.tasks is None or task in self.tasks
+
+    def attacks_mechanism(self, mechanism: str) -> bool:
+        return self.mechanisms is None or mechanism in self.mechanisms
 
 
 @dataclass(frozen=True)
@@ -182,15 +188,24 @@ def _entries(raw: dict[str, Any], kind: str, allowed: set[str], source: str) -> 
         for key, values in grid.items():
             if not isinstance(values, list) or not values:
                 raise _fail(source, f"{where}: grid '{key}' must be a non-empty list")
-        tasks = table.get("tasks")
-        if tasks is not None and not (
-            isinstance(tasks, list) and all(isinstance(t, str) for t in tasks)
-        ):
-            raise _fail(source, f"{where}: 'tasks' must be a list of task names")
-        entries.append(Entry(name, dict(params), dict(grid), tuple(tasks) if tasks else None))
+        tasks = _names(table, "tasks", "task", where, source)
+        mechanisms = _names(table, "mechanisms", "mechanism", where, source)
+        entries.append(Entry(name, dict(params), dict(grid), tasks, mechanisms=mechanisms))
     if not entries and kind != "attack":
         raise _fail(source, f"a suite needs at least one [[{kind}]]")
     return tuple(entries)
+
+
+def _names(
+    table: dict[str, Any], key: str, kind: str, where: str, source: str
+) -> tuple[str, ...] | None:
+    """An optional non-empty list of names under `key` (None when absent)."""
+    if key not in table:
+        return None
+    names = table[key]
+    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        raise _fail(source, f"{where}: '{key}' must be a non-empty list of {kind} names")
+    return tuple(names)
 
 
 def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
@@ -219,6 +234,7 @@ def _check_components(suite: Suite) -> None:
     """Resolve every name and instantiate every parameter set, so that a typo fails before
     any job runs."""
     task_names = {t.name for t in suite.tasks}
+    mechanism_names = {m.name for m in suite.mechanisms}
     for entry in suite.tasks:
         make_task(entry.name, entry.params, suite.source)
     for registry, entries in ((MECHANISMS, suite.mechanisms), (ATTACKS, suite.attacks)):
@@ -233,6 +249,12 @@ def _check_components(suite: Suite) -> None:
                 if t not in task_names:
                     raise _fail(
                         suite.source, f"{entry.name}: 'tasks' names '{t}', not a task of this suite"
+                    )
+            for m in entry.mechanisms or ():
+                if m not in mechanism_names:
+                    raise _fail(
+                        suite.source,
+                        f"{entry.name}: 'mechanisms' names '{m}', not a mechanism of this suite",
                     )
 
 

@@ -35,6 +35,15 @@ def test_grid_expands_to_every_combination_and_seed() -> None:
     assert {j.params["delta"] for j in jobs} == {1e-5}  # defaults resolved into the identity
 
 
+def test_an_attack_limited_to_some_mechanisms_attacks_only_their_releases() -> None:
+    attacks = [{"name": "optimization"}, {"name": "inverter", "mechanisms": ["gauss-input"]}]
+    mechanisms = [{"name": "identity"}, {"name": "gauss-input"}]
+    jobs = expand(parse_suite(_suite(mechanism=mechanisms, attack=attacks)))
+    pairs = {(j.mechanism, j.attack) for j in jobs}
+    assert ("gauss-input", "inverter") in pairs and ("identity", "inverter") not in pairs
+    assert ("identity", "optimization") in pairs and ("identity", None) in pairs
+
+
 def test_job_hash_is_stable_and_sensitive_to_config() -> None:
     a = expand(parse_suite(_suite()))
     b = expand(parse_suite(_suite()))
@@ -80,6 +89,12 @@ def test_code_hash_covers_modules_a_mechanism_reaches_indirectly() -> None:
         ({"task": [{"name": "imagenet"}]}, "unknown task 'imagenet'"),
         ({"task": []}, "at least one [[task]]"),
         ({"mechanism": [{"name": "identity", "tasks": ["mnist"]}]}, "not a task of this suite"),
+        (
+            {"attack": [{"name": "optimization", "mechanisms": ["gauss-output"]}]},
+            "not a mechanism of this suite",
+        ),
+        ({"attack": [{"name": "optimization", "mechanisms": []}]}, "non-empty list"),
+        ({"mechanism": [{"name": "identity", "tasks": "fmnist"}]}, "list of task names"),
     ],
 )
 def test_malformed_suites_are_refused_with_one_line(change: dict, message: str) -> None:
