@@ -190,6 +190,27 @@ def test_overview_names_the_strongest_attack_and_flags_a_broken_bound() -> None:
     assert bands[0.6]["setting"] == "eps=2"
 
 
+def test_a_task_with_one_setting_names_no_most_useful_setting() -> None:
+    from bench.report.overview import task_overview
+
+    assert task_overview(_setting("a", 1.0, 0.9, 0.3), "accuracy")["best"] == []
+
+
+def test_the_page_lists_tasks_in_the_suite_files_order() -> None:
+    from bench.report.html import task_order
+
+    # default.toml lists mnist before fmnist and faces: the main task opens the page.
+    assert task_order("default", {"faces", "fmnist", "mnist", "spam"}) == [
+        "mnist",
+        "fmnist",
+        "faces",
+        "spam",
+    ]
+    # Tasks the file does not list come after, sorted; a suite not shipped: sorted.
+    assert task_order("default", {"mnist", "cifar10", "adult"}) == ["mnist", "adult", "cifar10"]
+    assert task_order("my-own-suite", {"b", "a"}) == ["a", "b"]
+
+
 def _with_chance(rows: list[dict[str, Any]], chance: float, prior_ssim: float) -> None:
     for row in rows:
         if row["attack"] is None:
@@ -382,3 +403,12 @@ def test_plugin_metrics_are_described_whoever_writes_the_page(tmp_path: Path) ->
     ).stdout
     assert 'title="delta_p"' not in page
     assert "DeltaP = mean + 3 std" in page
+
+
+def test_a_page_rewritten_from_its_json_keeps_each_tasks_declared_utility() -> None:
+    """`bench reproduce --write` rewrites pages from leaderboard.json alone: MovieLens's
+    utility stays AUC (declared by the task), not the accuracy its rows also carry."""
+    from bench.report.write import declared_utility_metrics
+
+    declared = declared_utility_metrics({"movielens", "mnist", "no-such-task"})
+    assert declared == {"mnist": "accuracy", "movielens": "auc"}

@@ -6,6 +6,7 @@ leaderboard.json, so the page never shows a number the JSON does not hold.
 
 from __future__ import annotations
 
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from bench.report.labels import (
     utility_metric_of,
 )
 from bench.report.overview import task_overview
+from bench.suite import suite_dir
 
 TEXT_COLUMNS = ("task", "mechanism", "params", "guarantee", "attack", "seeds")
 # Column order by metric kind: what the mechanism serves, what attacks get, what is proven,
@@ -208,6 +210,18 @@ def _load_row_components(rows: list[dict[str, Any]]) -> None:
                 continue
 
 
+def task_order(suite: str, tasks: set[str]) -> list[str]:
+    """`tasks` in the order the shipped suite file lists them (its author's order: the main
+    task first), any it does not list after them, sorted; sorted for a suite not shipped."""
+    path = suite_dir() / f"{suite}.toml"
+    try:
+        listed = [t.get("name") for t in tomllib.loads(path.read_text("utf-8")).get("task", [])]
+    except (OSError, tomllib.TOMLDecodeError, AttributeError, TypeError):
+        listed = []
+    first = [t for t in dict.fromkeys(listed) if t in tasks]
+    return first + sorted(tasks - set(first))
+
+
 def render_index_html(
     doc: dict[str, Any],
     frontiers: dict[str, dict[str, Any]],
@@ -222,7 +236,7 @@ def render_index_html(
     rows = doc["rows"]
     _load_row_components(rows)
     labels = attack_labels(rows)
-    tasks = sorted({r["task"] for r in rows})
+    tasks = task_order(doc["suite"], {r["task"] for r in rows})
     columns = metric_columns(rows)
     return (
         template_environment()

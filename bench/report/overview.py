@@ -224,8 +224,8 @@ def best_at_fixed_privacy(lines: list[dict[str, Any]], score: str) -> list[dict[
     """For each band "strongest attack's score <= t", the most useful setting inside it
     (by utility, among settings above chance; None when no setting reaches the band). Only
     for bounded similarity scores (SSIM, top-1), where one threshold means the same on every
-    task; none for MSE."""
-    if score == "mse":
+    task; none for MSE, nor for a task with a single setting (nothing to choose between)."""
+    if score == "mse" or len(lines) < 2:
         return []
     bands = []
     for limit in PRIVACY_BANDS:

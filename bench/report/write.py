@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from bench.fsutil import atomic_write
+from bench.registry import TASKS
 from bench.report.dfil_plots import write_dfil_plots
 from bench.report.formats import _atomic_write_text, leaderboard_csv, leaderboard_json
 from bench.report.html import inputs_stamp, report_stamp, write_index_html
@@ -101,11 +102,19 @@ def refresh_reproductions(out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     doc = json.loads((out_dir / "leaderboard.json").read_text())
     reproductions = suite_reproductions(doc["suite"], doc["rows"])
+    utility_metrics = declared_utility_metrics({r["task"] for r in doc["rows"]})
     return (
         _write_reproductions(out_dir, reproductions)
         + _write_paper_plots(doc["rows"], out_dir)
-        + write_index_html(out_dir, doc, None, reproductions)
+        + write_index_html(out_dir, doc, utility_metrics, reproductions)
     )
+
+
+def declared_utility_metrics(tasks: set[str]) -> dict[str, str]:
+    """Each registered task's declared utility metric (auc for movielens), as a run passes
+    it: a page rewritten from leaderboard.json alone must not guess it from the metrics."""
+    known = set(TASKS.names())
+    return {t: TASKS.get(t).utility_metric for t in sorted(tasks) if t in known}
 
 
 def _write_paper_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
