@@ -138,29 +138,55 @@ def stub_job(seed: int = 0, mechanism: str = "identity") -> Job:
 SMOKE_ARGS = ("run", "--suite", "smoke", "--store", "r.sqlite", "--out", "lb", "--no-progress")
 
 
-@pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> tuple[Path, str]:
-    """The shipped smoke suite run once with the local executor (2 workers): its directory
-    (store r.sqlite, leaderboard lb/) and stdout. Shared by the tests that compare to it.
+def _shared_run(
+    name: str,
+    args: tuple[str, ...],
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_id: str,
+    files: dict[str, str] | None = None,
+) -> tuple[Path, str]:
+    """`bench ARGS` run once per test session in a directory holding `files`: a copy of that
+    directory (store, leaderboard, artifact cache beside the store) and the run's stdout.
 
     Under pytest-xdist (`make test`) the first worker that needs it runs it, under a lock, in
     the session's shared temporary directory; every worker then gets its own copy, since a
     test may re-run the suite in place."""
-    mine = tmp_path_factory.mktemp("smoke")
+
+    def build(where: Path) -> str:
+        for file_name, text in (files or {}).items():
+            (where / file_name).write_text(text)
+        return run_cli(*args, cwd=where, check=True).stdout
+
+    mine = tmp_path_factory.mktemp(name)
     if worker_id == "master":  # one process: nothing to share
-        return mine, run_cli(*SMOKE_ARGS, "--jobs", "2", cwd=mine, check=True).stdout
+        return mine, build(mine)
     shared = tmp_path_factory.getbasetemp().parent  # this session's, common to its workers
-    done = shared / "smoke-run"
-    with FileLock(str(shared / "smoke-run.lock")):
+    done = shared / f"{name}-run"
+    with FileLock(str(shared / f"{name}-run.lock")):
         if not (done / "stdout.txt").is_file():
-            building = shared / "smoke-run.partial"
+            building = shared / f"{name}-run.partial"
             shutil.rmtree(building, ignore_errors=True)
             building.mkdir()
-            proc = run_cli(*SMOKE_ARGS, "--jobs", "2", cwd=building, check=True)
-            (building / "stdout.txt").write_text(proc.stdout)
+            (building / "stdout.txt").write_text(build(building))
             building.rename(done)
     shutil.copytree(done, mine, dirs_exist_ok=True)
     return mine, (mine / "stdout.txt").read_text()
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> tuple[Path, str]:
+    """The shipped smoke suite run once with the local executor (2 workers): its directory
+    (store r.sqlite, leaderboard lb/) and stdout. Shared by the tests that compare to it."""
+    return _shared_run("smoke", (*SMOKE_ARGS, "--jobs", "2"), tmp_path_factory, worker_id)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> tuple[Path, str]:
+    """The tiny suite (tiny.toml) run once, cold, in one process (`--jobs 1`): its directory
+    (tiny.toml, store r.sqlite, leaderboard lb/, artifacts in cache/) and stdout. The tests
+    that need a finished run start from a copy instead of running it again."""
+    args = tiny_run_args(Path("tiny.toml"))
+    return _shared_run("tiny", args, tmp_path_factory, worker_id, {"tiny.toml": TINY_SUITE})
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-"""The Ray executor: same results as the local executor, and a killed Ray worker costs a
-retry, never a lost or duplicated row."""
+"""The Ray executor: a killed Ray worker costs a retry, never a lost or duplicated row, and
+the run gives the local executor's numbers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 from bench.jobs import expand
 from bench.suite import load_suite
-from tests.conftest import run_cli, start_cli, tiny_run_args
+from tests.conftest import start_cli, tiny_run_args
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -37,32 +37,6 @@ def _assert_same_results(a: list[dict], b: list[dict]) -> None:
                 assert row_b["metrics"][name] == entry, (row_a["mechanism"], row_a["attack"], name)
 
 
-# Its setup may run the whole smoke suite (or wait for another worker's run of it): the
-# per-test timeout counts that too, so it gets two suites' worth.
-@pytest.mark.timeout(1500)
-def test_ray_executor_gives_the_local_leaderboard_on_smoke(tmp_path, smoke_run) -> None:
-    local_dir, _ = smoke_run
-    n = len(expand(load_suite("smoke")))
-    ray_run = run_cli(
-        "run",
-        "--suite",
-        "smoke",
-        "--store",
-        "ray.sqlite",
-        "--out",
-        "ray",
-        "--executor",
-        "ray",
-        "--no-progress",
-        cwd=tmp_path,
-        check=True,
-    )
-    assert f"{n} jobs run, 0 already stored" in ray_run.stdout
-    _assert_same_results(
-        _rows(local_dir / "lb" / "leaderboard.json"), _rows(tmp_path / "ray" / "leaderboard.json")
-    )
-
-
 def _ray_job_workers() -> list[int]:
     """PIDs of Ray worker processes currently executing a bench job."""
     pids = []
@@ -77,8 +51,14 @@ def _ray_job_workers() -> list[int]:
     return pids
 
 
-def test_a_killed_ray_worker_is_retried_and_every_row_is_stored_once(tmp_path, tiny_suite) -> None:
-    proc = start_cli(*tiny_run_args(tiny_suite, "--executor", "ray"), cwd=tmp_path)
+def test_a_killed_ray_worker_is_retried_and_the_run_gives_the_local_leaderboard(
+    tmp_path, tiny_run
+) -> None:
+    """The tiny suite under Ray, one worker killed mid-job: the job is retried, every row
+    is stored once, and every non-timing number equals the local executor's run of it."""
+    local_dir, _ = tiny_run
+    suite = local_dir / "tiny.toml"
+    proc = start_cli(*tiny_run_args(suite, "--executor", "ray"), cwd=tmp_path)
     killed = None
     deadline = time.monotonic() + 300
     while killed is None and time.monotonic() < deadline and proc.poll() is None:
@@ -91,7 +71,7 @@ def test_a_killed_ray_worker_is_retried_and_every_row_is_stored_once(tmp_path, t
     _out, err = proc.communicate(timeout=600)
     assert killed is not None, "no Ray worker was seen running a job"
     assert proc.returncode == 0, err
-    jobs = expand(load_suite(str(tiny_suite)))
+    jobs = expand(load_suite(str(suite)))
     with sqlite3.connect(tmp_path / "r.sqlite") as conn:
         stored = sorted(r[0] for r in conn.execute("SELECT job_hash FROM jobs"))
         dupes = conn.execute(
@@ -100,4 +80,6 @@ def test_a_killed_ray_worker_is_retried_and_every_row_is_stored_once(tmp_path, t
         ).fetchone()[0]
     assert stored == sorted(j.hash for j in jobs)
     assert dupes == 0
-    assert (tmp_path / "lb" / "leaderboard.json").exists()
+    _assert_same_results(
+        _rows(local_dir / "lb" / "leaderboard.json"), _rows(tmp_path / "lb" / "leaderboard.json")
+    )

@@ -279,7 +279,10 @@ def test_cli_validate_passes_a_correct_mechanism(workdir: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "failed_check"),
     [
-        (["test-half-noise", "--param", "eps=2.0", "--param", "r=0.5"], "check_privacy_audit"),
+        (
+            ["test-half-noise", "--param", "eps=2.0", "--param", "r=0.5", "--draws", "20000"],
+            "check_privacy_audit",
+        ),
         (["bench_test_plugins:NaNMechanism"], "check_no_nan"),
     ],
     ids=["miscalibrated", "nan-module-class"],
