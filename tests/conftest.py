@@ -85,6 +85,25 @@ def run_cli(
     return proc
 
 
+def cli_here(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """Run `bench ARGS` in this process (its exit code and captured output, as `run_cli`
+    gives them), for checks of what the CLI says that need no fresh interpreter: it saves
+    the interpreter's start (about 4 s, importing torch). An exception the CLI does not
+    turn into an exit propagates and fails the test."""
+    from bench.cli import main
+
+    monkeypatch.setattr("sys.argv", ["bench", *args])
+    try:
+        main()
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["bench", *args], code, out, err)
+
+
 def start_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
     """Start `bench ARGS` in the background (for interrupting it), output captured."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, cli_here, run_cli
 
 PLUGINS = ROOT / "tests" / "plugins"
 
@@ -30,7 +30,7 @@ def _stored_jobs(store: Path) -> int:
         return conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
 
 
-def test_list_shows_registered_components(tmp_path) -> None:
+def test_list_shows_registered_components(monkeypatch, capsys) -> None:
     for kind, expected in [
         ("tasks", "fmnist           [image; data installed] "),  # modality, data here?
         ("mechanisms", "gauss-input"),
@@ -38,7 +38,8 @@ def test_list_shows_registered_components(tmp_path) -> None:
         ("suites", "smoke            Plumbing check"),  # with its description
         ("metrics", "ssim"),
     ]:
-        proc = run_cli("list", kind, cwd=tmp_path, check=True)
+        proc = cli_here(monkeypatch, capsys, "list", kind)
+        assert proc.returncode == 0, proc.stderr
         assert expected in proc.stdout
         if kind == "mechanisms":  # each with its paper, identity (no paper) without
             lines = {line.split()[0]: line for line in proc.stdout.splitlines()}
@@ -65,10 +66,12 @@ def test_user_mistakes_give_one_line_and_exit_2(tmp_path, args, fragments) -> No
     _one_line_error(run_cli(*args, cwd=tmp_path), *fragments)
 
 
-def test_unknown_filter_names_are_refused(tmp_path, tiny_suite) -> None:
+def test_unknown_filter_names_are_refused(tmp_path, tiny_suite, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing may land in the checkout if a check is missed
+    store = str(tmp_path / "s.sqlite")
     for flag, value in (("--task", "cifar10"), ("--mechanism", "nope"), ("--attack", "nope")):
-        proc = run_cli(
-            "run", "--suite", str(tiny_suite), flag, value, "--store", "s.sqlite", cwd=tmp_path
+        proc = cli_here(
+            monkeypatch, capsys, "run", "--suite", str(tiny_suite), flag, value, "--store", store
         )
         _one_line_error(proc, f"no {flag[2:]} '{value}'")
     assert _stored_jobs(tmp_path / "s.sqlite") == 0
@@ -166,19 +169,20 @@ def _board(path: Path, accuracy: float, mse: float) -> Path:
     return path
 
 
-def test_compare_exit_codes(tmp_path) -> None:
+def test_compare_exit_codes(tmp_path, monkeypatch, capsys) -> None:
     base = _board(tmp_path / "base.json", 0.80, 0.050)
     same = _board(tmp_path / "same.json", 0.80, 0.050)
     worse_utility = _board(tmp_path / "worse_acc.json", 0.60, 0.050)
     stronger_attack = _board(tmp_path / "stronger.json", 0.80, 0.020)
+
+    def compare(*args: Path | str):
+        return cli_here(monkeypatch, capsys, "compare", *map(str, args))
+
+    # The first in a fresh interpreter, as a CI step would call it.
     assert run_cli("compare", str(base), str(same), cwd=tmp_path).returncode == 0
-    assert run_cli("compare", str(base), str(worse_utility), cwd=tmp_path).returncode == 1
-    assert run_cli("compare", str(base), str(stronger_attack), cwd=tmp_path).returncode == 1
+    assert compare(base, worse_utility).returncode == 1
+    assert compare(base, stronger_attack).returncode == 1
     # A loose enough tolerance accepts the utility drop.
-    loose = run_cli(
-        "compare", str(base), str(worse_utility), "--tolerance", "accuracy=0.5", cwd=tmp_path
-    )
+    loose = compare(base, worse_utility, "--tolerance", "accuracy=0.5")
     assert loose.returncode == 0, loose.stdout
-    _one_line_error(
-        run_cli("compare", str(base), str(same), "--tolerance", "mse=abc", cwd=tmp_path), "mse=abc"
-    )
+    _one_line_error(compare(base, same, "--tolerance", "mse=abc"), "mse=abc")

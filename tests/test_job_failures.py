@@ -25,7 +25,7 @@ from bench.metrics import MetricResult
 from bench.runner import run_jobs
 from bench.store import ResultStore
 from bench.suite import load_suite
-from tests.conftest import BENCH, ROOT, run_cli, stub_job, tiny_run_args
+from tests.conftest import BENCH, ROOT, cli_here, run_cli, stub_job, tiny_run_args
 from tests.faulty_plugins import FAULTS_ENV, MARK_ENV
 
 # Gaussian vectors, tiny sizes: the 12 jobs (2 mechanisms x 3 seeds x utility + 1 attack)
@@ -69,17 +69,6 @@ def suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[J
 def _query(store: Path, sql: str) -> list[tuple[Any, ...]]:
     with closing(sqlite3.connect(store)) as conn:
         return conn.execute(sql).fetchall()
-
-
-def _cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """Run `bench ARGS` in this process: (exit code, stdout, stderr)."""
-    from bench.cli import main
-
-    monkeypatch.setattr("sys.argv", ["bench", *args])
-    with pytest.raises(SystemExit) as done:
-        main()
-    out, err = capsys.readouterr()
-    return int(done.value.code or 0), out, err
 
 
 def _listed(stderr: str) -> dict[str, str]:
@@ -134,7 +123,8 @@ def test_a_failing_job_fails_alone_and_the_rerun_runs_only_it(
         assert 'raise RuntimeError("boom")' in row["traceback"]
 
     # `bench failures` shows each with its traceback.
-    code, out, _ = _cli(monkeypatch, capsys, "failures", "--store", str(store))
+    failures = cli_here(monkeypatch, capsys, "failures", "--store", str(store))
+    code, out = failures.returncode, failures.stdout
     assert code == 0
     assert out.count("RuntimeError: boom") == 4  # each job's line and its traceback's end
     assert all(job_hash in out for job_hash in failing)
@@ -144,7 +134,8 @@ def test_a_failing_job_fails_alone_and_the_rerun_runs_only_it(
     # in this process, whichever executor failed them: the store decides what reruns).
     monkeypatch.delenv(FAULTS_ENV)
     monkeypatch.chdir(tmp_path)
-    code, out, err = _cli(monkeypatch, capsys, *tiny_run_args(path))
+    rerun = cli_here(monkeypatch, capsys, *tiny_run_args(path))
+    code, out, err = rerun.returncode, rerun.stdout, rerun.stderr
     assert code == 0, err
     assert "faults: 2 jobs run, 10 already stored, 12 selected\n" in out
     assert (tmp_path / "lb" / "leaderboard.json").exists()
@@ -159,7 +150,8 @@ def test_bench_errors_inside_a_job_are_that_jobs_failure(suite, monkeypatch, cap
     path, jobs = suite
     monkeypatch.setenv(FAULTS_ENV, "nan@2,reconstruct@0")
     monkeypatch.chdir(path.parent)
-    code, out, err = _cli(monkeypatch, capsys, *tiny_run_args(path))
+    rerun = cli_here(monkeypatch, capsys, *tiny_run_args(path))
+    code, out, err = rerun.returncode, rerun.stdout, rerun.stderr
     assert code == 1, err
     assert "Traceback" not in err
     assert "faults: 8 jobs run, 0 already stored, 12 selected, 4 failed" in out
