@@ -435,7 +435,18 @@ def test_label_only_and_leave_one_out_with_an_explicit_device(tmp_path) -> None:
 
     task = make_task("credit", {"subsample": 40, "arch": "2x6", "n_test": 60, "train_epochs": 50})
     cases = [
-        ("lucid", {"eps": 1.0, "variant": "diff", "time_limit": 20.0, "budget": 60.0}),
+        # Work budgets, no clock: both runs must do the same work to give the same bounds.
+        (
+            "lucid",
+            {
+                "eps": 1.0,
+                "variant": "diff",
+                "node_limit": 200,
+                "max_milps": 8,
+                "time_limit": 0.0,
+                "budget": 0.0,
+            },
+        ),
         ("naive-idp", {"eps": 1.0}),
         ("dp-sgd", {"eps": 1.0}),
         ("alibi", {"eps": 1.0}),

@@ -129,7 +129,9 @@ def test_lucid_answers_a_query_as_its_canonical_record(tmp_path) -> None:
     from bench.registry import MECHANISMS
 
     task = TASKS.get("credit")(subsample=30, arch="2x6", train_epochs=100, n_test=50)
-    lucid = MECHANISMS.get("lucid")(eps=0.0, variant="H", time_limit=20.0)
+    lucid = MECHANISMS.get("lucid")(
+        eps=0.0, variant="H", node_limit=1000, max_milps=16, time_limit=0.0, budget=0.0
+    )
     lucid.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path)))
     assert lucid.groups == task.one_hot_groups() and lucid.groups
     records = task.splits().test.x
