@@ -279,6 +279,8 @@ def test_cli_validate_passes_a_correct_mechanism(workdir: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "failed_check"),
     [
+        # Half the calibrated noise is refuted at 20,000 evaluation draws a side (eps_lb
+        # 2.54 > 2, about 12 s); the planned size took about 105 s.
         (
             ["test-half-noise", "--param", "eps=2.0", "--param", "r=0.5", "--draws", "20000"],
             "check_privacy_audit",
