@@ -137,6 +137,26 @@ def new_runner_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
+def runner_is_gone(runner: str) -> bool:
+    """Whether the runner holding a lease is known to be dead: it ran on this host (its id
+    is host:pid:random, `new_runner_id`) and no process has its pid any more, as after a
+    kill -9 of a run that is now resumed here. Its jobs are then taken over at once instead
+    of after the lease timeout. A runner on another host, or a pid that still exists (even
+    reused by another process, or a zombie not yet reaped), counts as alive until its
+    heartbeat expires, which is always safe."""
+    host, _, rest = runner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) <= 0:
+        return False
+    try:
+        os.kill(int(pid), 0)  # signal 0: an existence check, nothing is sent
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, but is not ours to signal
+        return False
+    return False
+
+
 class Heartbeat:
     """Renews every lease of `runner` every `interval_s` on a thread of its own (with its
     own connection), so its leases stay live however long their jobs run in this process or
@@ -188,7 +208,7 @@ def claimed_jobs(
     by other runners are reported to `on_stored`, waits to `on_wait` (jobs left)."""
     todo = {job.hash: job for job in pending}
     while todo:
-        claim = store.claim(iter(todo), runner, timeout_s)
+        claim = store.claim(iter(todo), runner, timeout_s, gone=runner_is_gone)
         for job_hash in claim.stored:
             del todo[job_hash]
         if claim.stored:

@@ -24,7 +24,7 @@ import os
 import platform
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -249,12 +249,18 @@ class ResultStore:
             )
 
     def claim(
-        self, hashes: Iterable[str], runner: str, timeout_s: float, now: float | None = None
+        self,
+        hashes: Iterable[str],
+        runner: str,
+        timeout_s: float,
+        now: float | None = None,
+        gone: Callable[[str], bool] = lambda holder: False,
     ) -> Claim:
         """Lease to `runner` the first of `hashes` that is not stored and has no lease, or
-        only its own, or one whose heartbeat is more than `timeout_s` old (its runner died:
-        a takeover). One write transaction, so two runners never claim the same job; the
-        scan stops at the first claimable hash, so it is cheap when most are free."""
+        only its own, or one whose heartbeat is more than `timeout_s` old, or one whose
+        holder `gone` says is dead (its runner died: a takeover). One write transaction, so
+        two runners never claim the same job; the scan stops at the first claimable hash, so
+        it is cheap when most are free."""
         now = time.time() if now is None else now
         stored: list[str] = []
         cur = self._conn.cursor()
@@ -267,7 +273,12 @@ class ResultStore:
                 lease = cur.execute(
                     "SELECT runner, heartbeat_at FROM leases WHERE job_hash = ?", (job_hash,)
                 ).fetchone()
-                if lease is not None and lease[0] != runner and now - lease[1] <= timeout_s:
+                if (
+                    lease is not None
+                    and lease[0] != runner
+                    and now - lease[1] <= timeout_s
+                    and not gone(lease[0])
+                ):
                     continue  # a live runner holds it
                 self._lease(cur, job_hash, runner, now, lease)
                 cur.execute("COMMIT")

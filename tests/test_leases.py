@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import signal
+import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -170,6 +174,32 @@ def test_the_lease_timeout_comes_from_the_environment(monkeypatch) -> None:
 # --- the runner with other runners on its store ---------------------------------------
 
 
+def test_a_dead_runner_on_this_host_is_taken_over_at_once_a_live_one_is_not(tmp_path) -> None:
+    """A lease whose holder ran here and whose process is gone is claimable before its
+    timeout (a kill -9'd run, resumed); a live process's, or another host's, is not."""
+    from bench.runner import runner_is_gone
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # exited and reaped: no process has its pid now (until one reuses it)
+    host = socket.gethostname()
+    holders = {
+        "dead": f"{host}:{dead.pid}:0000",
+        "alive": f"{host}:{os.getpid()}:0000",
+        "elsewhere": f"another-{host}:{dead.pid}:0000",
+        "ghost": "ghost",
+    }
+    assert {name for name, who in holders.items() if runner_is_gone(who)} == {"dead"}
+    store = ResultStore(tmp_path / "s.sqlite")
+    for name, who in holders.items():
+        store.claim([name], who, TIMEOUT, now=100)
+    order = list(holders)
+    taken = store.claim(order, "r2", TIMEOUT, now=101, gone=runner_is_gone)
+    assert taken.job_hash == "dead"
+    assert store.claim(order[1:], "r2", TIMEOUT, now=101, gone=runner_is_gone).job_hash is None
+    (takeover,) = _events(store, "takeover")
+    assert takeover["prev_runner"] == holders["dead"] and takeover["prev_heartbeat_at"] == 100
+
+
 def test_a_runner_takes_over_the_job_of_a_dead_runner_after_expiry(tmp_path) -> None:
     _, jobs = _suite(tmp_path)
     store = ResultStore(tmp_path / "s.sqlite")
@@ -282,12 +312,13 @@ def _leases_of(store: Path, pid: int) -> dict[str, str]:
 
 
 def _holding_spans(
-    events: list[dict[str, Any]], timeout_s: float
+    events: list[dict[str, Any]], timeout_s: float, dead: set[str]
 ) -> dict[str, list[tuple[str, float, float]]]:
     """Replay the lease log: per job, (runner, from, to) for each lease on it. A lease ends
     at its release or, for a runner that died holding it, at its last heartbeat (which the
     takeover records). Fails if a job is claimed while leased, or taken over from a runner
-    other than its holder, or before that holder's lease expired."""
+    other than its holder, or before that holder's lease expired unless the holder is one
+    of the `dead` runners (a killed process on this host is taken over at once)."""
     holders: dict[str, tuple[str, float]] = {}
     spans: dict[str, list[tuple[str, float, float]]] = defaultdict(list)
     for e in events:
@@ -297,7 +328,8 @@ def _holding_spans(
             holders[job] = (runner, at)
         elif e["event"] == "takeover":
             assert holder is not None and holder[0] == e["prev_runner"], e
-            assert at - e["prev_heartbeat_at"] > timeout_s, f"{job} taken over before expiry"
+            expired = at - e["prev_heartbeat_at"] > timeout_s
+            assert expired or e["prev_runner"] in dead, f"{job} taken over before expiry"
             spans[job].append((holder[0], holder[1], e["prev_heartbeat_at"]))
             holders[job] = (runner, at)
         else:
@@ -362,7 +394,7 @@ def test_three_runners_one_killed_store_every_job_once(tmp_path, monkeypatch) ->
 
     # No job was held by two runners at once; only the dead runner's jobs were taken over.
     dead = set(held.values())
-    for job_hash, spans in _holding_spans(events, LEASE_S).items():
+    for job_hash, spans in _holding_spans(events, LEASE_S, dead).items():
         spans.sort(key=lambda span: span[1])
         for before, after in itertools.pairwise(spans):
             assert before[2] < after[1], (job_hash, spans)
