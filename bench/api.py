@@ -26,7 +26,12 @@ from bench.report.labels import setting_order, short_setting, varying_params
 from bench.report.markdown import SentenceExample
 from bench.report.provenance import attach_environment, attach_provenance
 from bench.report.rows import build_rows
-from bench.report.write import leaderboard_is_current, shows_inputs, write_leaderboard
+from bench.report.write import (
+    declared_utility_metrics,
+    leaderboard_is_current,
+    shows_inputs,
+    write_leaderboard,
+)
 from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
 from bench.store_guard import open_store
@@ -152,9 +157,9 @@ def attach_papers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def task_utility_metrics(suite: Suite) -> dict[str, str]:
-    """Each task's declared utility metric (auc for movielens), so the leaderboard shows
-    it rather than guessing from the stored metrics."""
-    return {t.name: make_task(t.name, t.params).utility_metric for t in suite.tasks}
+    """Each of the suite's tasks' declared utility metric (auc for movielens), so the
+    leaderboard shows it rather than guessing from the stored metrics."""
+    return declared_utility_metrics(t.name for t in suite.tasks)
 
 
 def reconstruction_examples(

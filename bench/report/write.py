@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.errors import UnknownNameError
 from bench.fsutil import atomic_write
 from bench.registry import TASKS
 from bench.report.dfil_plots import write_dfil_plots
@@ -110,11 +112,17 @@ def refresh_reproductions(out_dir: Path) -> list[Path]:
     )
 
 
-def declared_utility_metrics(tasks: set[str]) -> dict[str, str]:
-    """Each registered task's declared utility metric (auc for movielens), as a run passes
-    it: a page rewritten from leaderboard.json alone must not guess it from the metrics."""
-    known = set(TASKS.names())
-    return {t: TASKS.get(t).utility_metric for t in sorted(tasks) if t in known}
+def declared_utility_metrics(tasks: Iterable[str]) -> dict[str, str]:
+    """Each task's declared utility metric (auc for movielens), for a run's page and for one
+    rewritten from leaderboard.json alone, so neither guesses it from the stored metrics; a
+    name no longer registered is left out (its rows' own metric is inferred)."""
+    metrics = {}
+    for name in sorted(set(tasks)):
+        try:
+            metrics[name] = TASKS.get(name).utility_metric
+        except UnknownNameError:
+            continue
+    return metrics
 
 
 def _write_paper_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
