@@ -39,6 +39,7 @@ from rich.progress import (
 from bench.errors import ConfigError
 from bench.evaluate import JobOutcome
 from bench.executors import Executor, JobFailure, LocalExecutor
+from bench.hashing import canonical_json
 from bench.jobs import Job
 from bench.store import ResultStore
 
@@ -80,6 +81,32 @@ def pending_jobs(jobs: list[Job], store: ResultStore | None) -> list[Job]:
             seen.add(job.hash)
             pending.append(job)
     return pending
+
+
+def setting_of(job: Job) -> tuple[str, str, str, str, int]:
+    """(task, its config, mechanism, its params, seed): the jobs of one setting share the
+    artifacts their mechanism fits (an obfuscator, its MILP bounds, a fine-tuned model)."""
+    return (
+        job.task,
+        canonical_json(job.task_config),
+        job.mechanism,
+        canonical_json(job.params),
+        job.seed,
+    )
+
+
+def spread_settings(jobs: list[Job]) -> list[Job]:
+    """`jobs` in the order the workers take them: the first job of every setting, then the
+    second of every setting, and so on. Two workers then start on different settings
+    instead of one building a setting's artifacts while the other waits for them (the
+    cache builds each artifact once). Results do not depend on the order."""
+    rounds: dict[tuple[str, str, str, str, int], list[Job]] = {}
+    for job in jobs:
+        rounds.setdefault(setting_of(job), []).append(job)
+    ordered: list[Job] = []
+    for depth in range(max((len(group) for group in rounds.values()), default=0)):
+        ordered += [group[depth] for group in rounds.values() if depth < len(group)]
+    return ordered
 
 
 def job_kind(job: Job) -> tuple[str, str, str]:
@@ -236,7 +263,7 @@ def run_jobs(
     A job that raises is recorded as failed (`store.failures`), told to `on_failure` and
     listed in the summary; the others run on. One progress bar (ETA, label = the oldest
     job still running); the jobs' own inner bars are off, so nothing piles up under it."""
-    pending = pending_jobs(jobs, store)
+    pending = spread_settings(pending_jobs(jobs, store))
     summary = RunSummary(total=len(jobs), skipped=len(jobs) - len(pending), executed=0)
     if not pending:
         return summary

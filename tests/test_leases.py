@@ -414,3 +414,29 @@ def test_three_runners_one_killed_store_every_job_once(tmp_path, monkeypatch) ->
         assert {r["mechanism"] for r in rows} == {"identity", "dfil"}
         assert all(r["seeds"] == 3 for r in rows)
     assert sum(stored_by.values()) == 12
+
+
+def test_the_feed_starts_every_setting_before_the_second_job_of_any() -> None:
+    """Two workers start on different settings (each builds its own artifacts) instead of
+    one waiting for the artifacts the other builds; every job is handed out exactly once,
+    and a setting's jobs keep their order (its utility job first)."""
+    from dataclasses import replace
+
+    from bench.runner import setting_of, spread_settings
+
+    jobs = [
+        replace(stub_job(seed, mechanism), attack=attack)
+        for mechanism in ("identity", "gauss-input")
+        for seed in (0, 1)
+        for attack in (None, "optimization", "inverter")
+    ]
+    fed = spread_settings(jobs)
+    assert sorted(j.hash for j in fed) == sorted(j.hash for j in jobs)
+    first_round = fed[:4]
+    assert len({setting_of(j) for j in first_round}) == 4
+    assert all(j.attack is None for j in first_round)
+    for setting in {setting_of(j) for j in jobs}:
+        assert [j.attack for j in fed if setting_of(j) == setting] == [
+            None, "optimization", "inverter"
+        ]
+    assert spread_settings([]) == []
