@@ -437,6 +437,8 @@ def test_the_feed_starts_every_setting_before_the_second_job_of_any() -> None:
     assert all(j.attack is None for j in first_round)
     for setting in {setting_of(j) for j in jobs}:
         assert [j.attack for j in fed if setting_of(j) == setting] == [
-            None, "optimization", "inverter"
+            None,
+            "optimization",
+            "inverter",
         ]
     assert spread_settings([]) == []
