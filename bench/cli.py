@@ -23,6 +23,7 @@ from bench.errors import BenchError, ConfigError, JobsFailedError
 if TYPE_CHECKING:
     from bench.jobs import Job
     from bench.runner import FailedJob
+    from bench.store import ResultStore
     from bench.suite import Suite
 
 app = typer.Typer(
@@ -167,6 +168,25 @@ def run(
     """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
     that raises fails alone: the others run on, and the run ends listing the failed jobs
     (exit 1); the same command then runs only those."""
+    from bench.plan_cache import plan_key, warm_rerun
+
+    # Taken before the jobs are listed, from the inputs they are listed from.
+    planned = not dry_run and executor == "local" and device in (None, "cpu")
+    key = plan_key(suite, seeds, device) if planned else None
+    if key is not None:
+        lines = warm_rerun(
+            key,
+            task=task,
+            mechanism=mechanism,
+            attack=attack,
+            store=store,
+            out=out,
+        )
+        if lines is not None:  # nothing to do, known without importing torch
+            for line in lines:
+                typer.echo(line)
+            return
+
     from bench.api import expand_suite, write_suite_leaderboard
     from bench.executors import make_executor
     from bench.runner import run_jobs
@@ -224,8 +244,13 @@ def run(
         paths = write_suite_leaderboard(
             loaded, all_jobs, db, board_dir, only_if_stale=summary.executed == 0
         )
-        _print_summary(paths[0], loaded)
+        lines = _summary_lines(paths[0], loaded)
+        for line in lines:
+            typer.echo(line)
+        typer.echo(f"leaderboard: {_page_of(paths[0])}")
         _refresh_site_index(board_dir)
+        if executor == "local" and key is not None:
+            _keep_plan(key, loaded, all_jobs, db, store, board_dir, lines)
     except KeyboardInterrupt:
         print(
             "bench: interrupted; finished jobs are stored, run the same command to resume",
@@ -538,8 +563,8 @@ def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:
     typer.echo(f"estimate: ~{total / 60:,.1f} min of job time (divide by --jobs){hint}")
 
 
-def _print_summary(board: Path, suite: Suite) -> None:
-    """The end of a run: each setting's utility and strongest attack, and where to look."""
+def _summary_lines(board: Path, suite: Suite) -> list[str]:
+    """The end of a run: each setting's utility and strongest attack."""
     import json
 
     from bench.api import task_utility_metrics
@@ -551,10 +576,51 @@ def _print_summary(board: Path, suite: Suite) -> None:
         m: dict(getattr(MECHANISMS.get(m), "defaults", {}) or {})
         for m in {r["mechanism"] for r in rows}
     }
-    for line in summary_lines(rows, defaults, task_utility_metrics(suite)):
-        typer.echo(line)
+    return summary_lines(rows, defaults, task_utility_metrics(suite))
+
+
+def _page_of(board: Path) -> Path:
+    """Where to look: the suite's page, else its leaderboard directory."""
     page = board.parent / "index.html"
-    typer.echo(f"leaderboard: {page.resolve() if page.exists() else board.parent.resolve()}")
+    return page.resolve() if page.exists() else board.parent.resolve()
+
+
+def _keep_plan(
+    key: str,
+    suite: Suite,
+    jobs: list[Job],
+    db: ResultStore,
+    store: Path,
+    board_dir: Path,
+    summary: list[str],
+) -> None:
+    """Record this finished run's plan (bench.plan_cache) when the page on disk shows exactly
+    its stored results and every component is the project's own (a plug-in's files are not
+    in the plan's key)."""
+    from bench.api import board_inputs
+    from bench.plan_cache import PROJECT_PACKAGES, Plan, save_plan, times_digest
+    from bench.registry import ATTACKS, MECHANISMS, TASKS
+    from bench.report.html import inputs_stamp, report_stamp
+
+    classes = [TASKS.get(j.task) for j in jobs] + [MECHANISMS.get(j.mechanism) for j in jobs]
+    classes += [ATTACKS.get(j.attack) for j in jobs if j.attack is not None]
+    in_tree = all(c.__module__.split(".")[0] in PROJECT_PACKAGES for c in classes)
+    # A suite's `device = "auto"` turns into a GPU once one appears: CPU suites only.
+    if not in_tree or suite.device not in (None, "cpu") or any(j.device != "cpu" for j in jobs):
+        return
+    stamps = [inputs_stamp(board_inputs(suite, jobs, db)), report_stamp()]
+    page = board_dir / "index.html"
+    if not page.is_file() or not all(s in page.read_text() for s in stamps):
+        return
+    hashes = sorted({j.hash for j in jobs})
+    plan = Plan(
+        suite=suite.name,
+        jobs=[(j.hash, j.task, j.mechanism, j.attack) for j in jobs],
+        stored=times_digest(db.created_times(hashes)),
+        stamps=stamps,
+        summary=summary,
+    )
+    save_plan(store, key, plan)
 
 
 @app.command()

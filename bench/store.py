@@ -36,6 +36,7 @@ from bench.cpu_math import effective_isa
 from bench.hashing import canonical_json
 from bench.jobs import Job
 from bench.metrics import MetricResult
+from bench.store_rows import jobs_column
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -162,15 +163,7 @@ class ResultStore:
 
     def stored_hashes(self, hashes: list[str]) -> set[str]:
         """Which of `hashes` are already complete in the store."""
-        found: set[str] = set()
-        for i in range(0, len(hashes), 500):
-            chunk = hashes[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT job_hash FROM jobs WHERE job_hash IN ({marks})", chunk
-            )
-            found.update(r[0] for r in rows)
-        return found
+        return set(jobs_column(self._conn, hashes, "job_hash"))
 
     def write(
         self,
@@ -472,24 +465,11 @@ class ResultStore:
     def created_times(self, hashes: list[str]) -> dict[str, str]:
         """When each stored job of `hashes` was written (ISO 8601): with the job hashes, a
         cheap fingerprint of what a leaderboard built from this store would show."""
-        return self._job_column(hashes, "created_at")
+        return jobs_column(self._conn, hashes, "created_at")
 
     def machines(self, hashes: list[str]) -> dict[str, dict[str, str]]:
         """The machine (python, torch, platform, cpu) each stored job was recorded on."""
-        return {h: json.loads(m) for h, m in self._job_column(hashes, "machine").items()}
-
-    def _job_column(self, hashes: list[str], column: str) -> dict[str, Any]:
-        """job hash -> `column` of the jobs table, for each stored job of `hashes` (queried
-        500 at a time: SQLite caps the parameters of one statement)."""
-        out = {}
-        for i in range(0, len(hashes), 500):
-            chunk = hashes[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._conn.execute(
-                f"SELECT job_hash, {column} FROM jobs WHERE job_hash IN ({marks})", chunk
-            )
-            out.update(dict(rows))
-        return out
+        return {h: json.loads(m) for h, m in jobs_column(self._conn, hashes, "machine").items()}
 
     def mean_durations(self) -> dict[tuple[str, str, str], float]:
         """Mean stored run time per (task, mechanism, attack or "utility"), over every job

@@ -30,7 +30,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench.device import parse_device
 from bench.errors import ConfigError, DeviceError, SuiteFileError, UnknownNameError
 from bench.params import normalise_options
 from bench.registry import ATTACKS, MECHANISMS, TASKS
@@ -103,8 +102,8 @@ def available_suites() -> list[str]:
     return sorted(p.stem for p in suite_dir().glob("*.toml"))
 
 
-def load_suite(name_or_path: str) -> Suite:
-    """Load a suite by registered name or by path to a .toml file."""
+def suite_file(name_or_path: str) -> Path:
+    """The file of a suite given by registered name or by path to a .toml file."""
     path = Path(name_or_path)
     if not (path.suffix == ".toml" and path.exists()):
         path = suite_dir() / f"{name_or_path}.toml"
@@ -113,6 +112,12 @@ def load_suite(name_or_path: str) -> Suite:
             raise UnknownNameError(
                 f"unknown suite '{name_or_path}'; known suites: {known} (or pass a .toml path)"
             )
+    return path
+
+
+def load_suite(name_or_path: str) -> Suite:
+    """Load a suite by registered name or by path to a .toml file."""
+    path = suite_file(name_or_path)
     try:
         text = path.read_text(encoding="utf-8")
     except IsADirectoryError as exc:
@@ -158,6 +163,8 @@ def _device(raw: dict[str, Any], source: str) -> str | None:
             source, f"'device' must be a string (cpu, cuda, cuda:N, mps, auto), got {value!r}"
         )
     try:
+        from bench.device import parse_device  # torch: only for a suite that names a device
+
         return parse_device(value, "'device'")
     except DeviceError as exc:
         raise _fail(source, str(exc)) from exc
