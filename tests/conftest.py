@@ -86,14 +86,19 @@ def run_cli(
 
 
 def cli_here(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    cwd: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run `bench ARGS` in this process (its exit code and captured output, as `run_cli`
-    gives them), for checks of what the CLI says that need no fresh interpreter: it saves
-    the interpreter's start (about 4 s, importing torch). An exception the CLI does not
-    turn into an exit propagates and fails the test."""
+    gives them; in `cwd` when given), for checks of what the CLI says that need no fresh
+    interpreter: it saves the interpreter's start (about 4 s, importing torch). An
+    exception the CLI does not turn into an exit propagates and fails the test."""
     from bench.cli import main
 
+    if cwd is not None:
+        monkeypatch.chdir(cwd)
     monkeypatch.setattr("sys.argv", ["bench", *args])
     try:
         main()

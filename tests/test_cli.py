@@ -62,8 +62,11 @@ def test_help_everywhere(tmp_path) -> None:
         (["compare", "missing.json", "missing.json"], ["missing.json"]),
     ],
 )
-def test_user_mistakes_give_one_line_and_exit_2(tmp_path, args, fragments) -> None:
-    _one_line_error(run_cli(*args, cwd=tmp_path), *fragments)
+def test_user_mistakes_give_one_line_and_exit_2(
+    tmp_path, args, fragments, monkeypatch, capsys
+) -> None:
+    # In this process: test_malformed_suite_file checks the same path in a fresh one.
+    _one_line_error(cli_here(monkeypatch, capsys, *args, cwd=tmp_path), *fragments)
 
 
 def test_unknown_filter_names_are_refused(tmp_path, tiny_suite, monkeypatch, capsys) -> None:
@@ -83,13 +86,13 @@ def test_malformed_suite_file(tmp_path, tiny_suite) -> None:
     _one_line_error(proc, "unknown key 'retries'", str(tiny_suite))
 
 
-def test_missing_dataset_names_the_files(tmp_path) -> None:
+def test_missing_dataset_names_the_files(tmp_path, monkeypatch, capsys) -> None:
     suite = tmp_path / "c.toml"
     suite.write_text(
         'name="c"\nversion="1"\n[[task]]\nname="cifar10"\ndata_root="%s"\n'
         '[[mechanism]]\nname="identity"\n' % (tmp_path / "nowhere")
     )
-    proc = run_cli("run", "--suite", str(suite), cwd=tmp_path)
+    proc = cli_here(monkeypatch, capsys, "run", "--suite", str(suite), cwd=tmp_path)
     _one_line_error(proc, "data_batch_1")
 
 

@@ -32,7 +32,7 @@ from bench.jobs import Job
 from bench.protocols import FitContext, NoiseModel
 from bench.registry import ATTACKS, MECHANISMS
 from bench.suite import parse_suite
-from tests.conftest import ROOT, TINY_SUITE, run_cli
+from tests.conftest import ROOT, TINY_SUITE, cli_here
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -499,18 +499,18 @@ def test_a_cpu_job_runs_with_its_device_and_records_no_nondeterminism(tmp_path) 
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
-def test_run_on_cuda_without_cuda_exits_2_with_one_line(tmp_path) -> None:
-    proc = run_cli(
-        "run", "--suite", "smoke", "--device", "cuda", "--store", "r.sqlite", cwd=tmp_path
-    )
+def test_run_on_cuda_without_cuda_exits_2_with_one_line(tmp_path, monkeypatch, capsys) -> None:
+    args = ("run", "--suite", "smoke", "--device", "cuda", "--store", "r.sqlite")
+    proc = cli_here(monkeypatch, capsys, *args, cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "CUDA is not available" in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "r.sqlite").exists()
 
 
-def test_run_with_an_unknown_device_exits_2(tmp_path) -> None:
-    proc = run_cli("run", "--suite", "smoke", "--device", "gpu", "--dry-run", cwd=tmp_path)
+def test_run_with_an_unknown_device_exits_2(tmp_path, monkeypatch, capsys) -> None:
+    args = ("run", "--suite", "smoke", "--device", "gpu", "--dry-run")
+    proc = cli_here(monkeypatch, capsys, *args, cwd=tmp_path)
     assert proc.returncode == 2 and "unknown device 'gpu'" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 

@@ -8,7 +8,7 @@ import dataclasses
 from bench.metrics import MetricResult
 from bench.report.profile import profile_lines
 from bench.store import ResultStore
-from tests.conftest import run_cli, stub_job
+from tests.conftest import cli_here, stub_job
 from tests.test_store_cache import METRICS
 
 
@@ -39,8 +39,8 @@ def test_profile_splits_time_by_stage_and_names_the_slowest_job(tmp_path) -> Non
     assert "9.0 s" in slowest and "inverter" in slowest
 
 
-def test_profile_of_a_missing_store_is_a_one_line_error(tmp_path) -> None:
-    proc = run_cli("profile", "--store", str(tmp_path / "none.sqlite"), cwd=tmp_path)
+def test_profile_of_a_missing_store_is_a_one_line_error(tmp_path, monkeypatch, capsys) -> None:
+    proc = cli_here(monkeypatch, capsys, "profile", "--store", str(tmp_path / "none.sqlite"))
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("bench: error: no result store")
     assert len(proc.stderr.strip().splitlines()) == 1

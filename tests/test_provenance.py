@@ -20,7 +20,7 @@ from bench.metrics.stats import scalar
 from bench.report.compare import compare
 from bench.report.provenance import IncomparableError, attach_provenance, check_comparable
 from bench.store import ResultStore
-from tests.conftest import run_cli
+from tests.conftest import cli_here
 
 
 def _job(seed: int, attack: str | None = None, **versions: str) -> Job:
@@ -116,11 +116,13 @@ def test_compare_accepts_another_code_version_and_rows_without_provenance() -> N
     assert not compare(_board(), worse).ok
 
 
-def test_cli_compare_refuses_other_data_with_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_cli_compare_refuses_other_data_with_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     base, new_data = tmp_path / "base.json", tmp_path / "new_data.json"
     base.write_text(json.dumps(_board()))
     new_data.write_text(json.dumps(_board(data_hash="d2")))
-    refused = run_cli("compare", str(base), str(new_data), cwd=tmp_path)
+    refused = cli_here(monkeypatch, capsys, "compare", str(base), str(new_data))
     assert refused.returncode == 2
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "data_hash d1 (baseline) vs d2 (candidate)" in lines[0]

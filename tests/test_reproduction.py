@@ -232,10 +232,12 @@ def test_reproductions_refresh_from_the_committed_leaderboard_alone(
     assert (tmp_path / "leaderboard.json").read_text() == board  # the rows are untouched
 
 
-def test_bench_reproduce_refuses_an_unknown_paper_in_one_line(tmp_path) -> None:
-    from tests.conftest import run_cli
+def test_bench_reproduce_refuses_an_unknown_paper_in_one_line(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    from tests.conftest import cli_here
 
-    result = run_cli("reproduce", "nosuch", "--root", str(tmp_path), cwd=tmp_path)
+    result = cli_here(monkeypatch, capsys, "reproduce", "nosuch", "--root", str(tmp_path))
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "no reference table" in result.stderr
 

@@ -18,7 +18,7 @@ import pytest
 
 from bench.jobs import expand
 from bench.suite import load_suite
-from tests.conftest import ROOT, SMOKE_ARGS, run_cli, start_cli, tiny_run_args
+from tests.conftest import ROOT, SMOKE_ARGS, cli_here, run_cli, start_cli, tiny_run_args
 
 pytestmark = pytest.mark.slow
 
@@ -51,10 +51,18 @@ def _start_and_stop_midway(tiny_suite: Path, cwd: Path, sig: int) -> subprocess.
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
+def _dry_run(monkeypatch, capsys, suite: Path, cwd: Path, *extra: str):
+    """`bench run --dry-run` in this process (it runs nothing a fresh interpreter would
+    change)."""
+    proc = cli_here(monkeypatch, capsys, *tiny_run_args(suite, "--dry-run", *extra), cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
 def test_rerun_executes_nothing_and_reproduces_the_leaderboard(
-    tmp_path, tiny_suite, tiny_run
+    tmp_path, tiny_suite, tiny_run, monkeypatch, capsys
 ) -> None:
-    plan = _run(tiny_suite, tmp_path, "--dry-run")
+    plan = _dry_run(monkeypatch, capsys, tiny_suite, tmp_path)
     assert "tiny: 12 jobs selected, 0 stored, 12 would run" in plan.stdout
     assert "fmnist / gauss-input / inverter" in plan.stdout
     assert not (tmp_path / "r.sqlite").exists()  # a dry run writes nothing
@@ -68,7 +76,7 @@ def test_rerun_executes_nothing_and_reproduces_the_leaderboard(
         r"gauss-input\(eps=1.0, r=0.5\) +accuracy +[0-9.]+ +attack [0-9.]+ \(\w+\)", first
     )
     assert re.search(r"^leaderboard: /\S+/lb/index\.html$", first, re.MULTILINE)
-    estimate = _run(tiny_suite, tmp_path, "--dry-run", "--seeds", "3")
+    estimate = _dry_run(monkeypatch, capsys, tiny_suite, tmp_path, "--seeds", "3")
     assert "tiny: 18 jobs selected, 12 stored, 6 would run" in estimate.stdout
     assert "estimate: ~" in estimate.stdout  # from the stored timings of the same kinds
     board = {p.name: p.read_bytes() for p in (tmp_path / "lb").glob("leaderboard.*")}
