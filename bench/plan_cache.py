@@ -8,7 +8,8 @@ component imported (for the code versions) and the data loaded (for its fingerpr
 - the suite file's bytes and the run's `--seeds` / `--device`;
 - every file of the bench, mechanisms and attacks packages (code, suites, templates);
 - the Python version, the machine, its CPU count, and the name and version of every
-  installed distribution (third-party code, and the data some of them ship);
+  installed distribution (third-party code, and the data some of them ship; a file edited
+  in place inside an installed distribution is not seen, its version is);
 - the `BENCH_*` environment (data and cache locations) and `CUDA_VISIBLE_DEVICES`;
 - the name, size and modification time of every file under the data directory and under
   every path a task option names.
@@ -131,16 +132,25 @@ def _option_paths(suite_path: Path) -> list[Path]:
 
 def _add_tree(key: _Key, root: Path, budget: list[int]) -> bool:
     """Add the name, size and modification time of every file under `root` (or of `root`
-    itself); False when the tree has more files than the budget left."""
+    itself; symlinked directories are not followed); False when the tree has more files
+    than the budget left."""
     key.add("tree", str(root))
     if not root.exists():
         key.add("absent")
         return True
-    paths = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
-    budget[0] -= len(paths)
+    if root.is_file():
+        files = [root]
+    else:
+        files = []
+        for folder, dirs, names in os.walk(root):
+            dirs.sort()
+            files += [Path(folder) / name for name in sorted(names)]
+            if len(files) > budget[0]:
+                return False
+    budget[0] -= len(files)
     if budget[0] < 0:
         return False
-    for path in paths:
+    for path in files:
         stat = path.stat()
         key.add(str(path), stat.st_size, stat.st_mtime_ns)
     return True
