@@ -169,6 +169,7 @@ def run(
     that raises fails alone: the others run on, and the run ends listing the failed jobs
     (exit 1); the same command then runs only those."""
     from bench.plan_cache import plan_key, warm_rerun
+    from bench.suite import selects
 
     # Taken before the jobs are listed, from the inputs they are listed from.
     planned = not dry_run and executor == "local" and device in (None, "cpu")
@@ -198,11 +199,7 @@ def run(
         suite, seeds=seeds, device=device, check_device=executor != "ray"
     )
     selected = [
-        j
-        for j in all_jobs
-        if (task is None or j.task == task)
-        and (mechanism is None or j.mechanism == mechanism)
-        and (attack is None or j.attack in (None, attack))
+        j for j in all_jobs if selects((j.task, j.mechanism, j.attack), task, mechanism, attack)
     ]
     for name, value, field in (
         ("task", task, "task"),

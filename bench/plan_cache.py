@@ -30,6 +30,7 @@ import platform
 import sqlite3
 import sys
 import tomllib
+from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from bench.data.locations import cache_dir, data_dir
 from bench.errors import BenchError
 from bench.fsutil import atomic_write
 from bench.store_rows import jobs_column
-from bench.suite import suite_file
+from bench.suite import selects, suite_file
 
 FORMAT = 1  # bump when what a plan holds, or how its key is made, changes
 PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
@@ -229,16 +230,10 @@ def warm_rerun(
     for value, field in ((task, 1), (mechanism, 2), (attack, 3)):
         if value is not None and not any(job[field] == value for job in plan.jobs):
             return None  # the full run names the unknown filter
-    selected = [
-        job
-        for job in plan.jobs
-        if (task is None or job[1] == task)
-        and (mechanism is None or job[2] == mechanism)
-        and (attack is None or job[3] in (None, attack))
-    ]
+    n = sum(selects(job[1:], task, mechanism, attack) for job in plan.jobs)
     unique = sorted({job[0] for job in plan.jobs})
     try:
-        with sqlite3.connect(f"file:{store.resolve()}?mode=ro", uri=True) as conn:
+        with closing(sqlite3.connect(f"file:{store.resolve()}?mode=ro", uri=True)) as conn:
             times = jobs_column(conn, unique, "created_at")
     except sqlite3.Error:
         return None
@@ -252,7 +247,6 @@ def warm_rerun(
         return None
     if not (board / "leaderboard.json").is_file() or not all(s in text for s in plan.stamps):
         return None
-    n = len(selected)
     return [
         f"{plan.suite}: 0 jobs run, {n} already stored, {n} selected",
         *plan.summary,

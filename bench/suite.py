@@ -102,6 +102,22 @@ def available_suites() -> list[str]:
     return sorted(p.stem for p in suite_dir().glob("*.toml"))
 
 
+def selects(
+    job: tuple[str, str, str | None],
+    task: str | None,
+    mechanism: str | None,
+    attack: str | None,
+) -> bool:
+    """Whether `bench run`'s filters keep a job given as (task, mechanism, attack or None):
+    utility jobs stay with any attack filter, since the attack rows need them."""
+    job_task, job_mechanism, job_attack = job
+    return (
+        (task is None or job_task == task)
+        and (mechanism is None or job_mechanism == mechanism)
+        and (attack is None or job_attack in (None, attack))
+    )
+
+
 def suite_file(name_or_path: str) -> Path:
     """The file of a suite given by registered name or by path to a .toml file."""
     path = Path(name_or_path)
