@@ -8,14 +8,25 @@ INSTALLED := $(VENV)/.bench-installed
 FETCHED := $(VENV)/.bench-data-fetched
 BROWSER := $(VENV)/.bench-browser
 
-.PHONY: run test setup lint bench-perf perf perf-baseline clean-results
+.PHONY: run test test-slow test-all setup lint bench-perf perf perf-baseline clean-results
 
 run: setup
 	$(BIN)/bench run --suite default --jobs 2
 
+# Two lanes of one test suite (pytest's `slow` marker, tests/conftest.py): `make test` is the
+# fast lane, every test but the slow ones; `make test-slow` runs those (fresh bench processes
+# end to end, Ray, signals, statistical sweeps over 20 seeds, trainings at default budgets);
+# CI (.ci/run) runs both.
+PYTEST := $(BIN)/pytest -n auto --dist worksteal --durations=30
+
 test: setup $(BROWSER)
 	$(BIN)/ruff check bench mechanisms attacks tests
-	$(BIN)/pytest -n auto --dist worksteal --durations=30
+	$(PYTEST) -m "not slow"
+
+test-slow: setup $(BROWSER)
+	$(PYTEST) -m slow
+
+test-all: test test-slow
 
 setup: $(INSTALLED) $(FETCHED)
 

@@ -64,6 +64,26 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
+SLOW_S = 10.0  # a test whose call takes longer belongs in the slow lane (pyproject.toml)
+_unmarked_slow: list[tuple[float, str]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note each test that ran over SLOW_S without the `slow` marker (under pytest-xdist
+    this runs in the controller, on the workers' reports)."""
+    if report.when == "call" and report.duration > SLOW_S and "slow" not in report.keywords:
+        _unmarked_slow.append((report.duration, report.nodeid))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Name the unmarked slow tests, so `make test` stays the fast lane: a report, not a
+    failure (a loaded machine stretches every test)."""
+    if _unmarked_slow:
+        terminalreporter.write_sep("-", f"tests over {SLOW_S:.0f} s without @pytest.mark.slow")
+        for seconds, nodeid in sorted(_unmarked_slow, reverse=True):
+            terminalreporter.write_line(f"{seconds:6.1f}s {nodeid}")
+
+
 @pytest.fixture
 def tiny_suite(tmp_path: Path) -> Path:
     path = tmp_path / "tiny.toml"

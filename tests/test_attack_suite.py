@@ -56,6 +56,7 @@ def test_inverter_reaches_ssim_0_8_against_identity(task, tmp_path) -> None:
     assert ssim(x, x_hat, 1.0).mean() >= 0.8
 
 
+@pytest.mark.slow
 def test_inverter_beats_the_best_data_independent_guess(task, tmp_path) -> None:
     mech = _calibrated(GaussInput(eps=2.0, r=0.25), task)
     aux = task.splits().aux
@@ -123,6 +124,7 @@ def test_optimization_inverts_an_invertible_linear_encoder_to_1e_4(task, tmp_pat
     ],
     ids=["optimization", "tv", "map", "inverter"],
 )
+@pytest.mark.slow
 def test_attack_error_rises_as_the_privacy_parameter_tightens(task, tmp_path, make_attack) -> None:
     errors = [
         _attack_mse(make_attack(), _calibrated(GaussInput(eps=eps, r=0.5), task), task, tmp_path)
@@ -161,6 +163,7 @@ def _loss(attack, x: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
     return attack.data_loss(x, observed) + attack.prior_loss(x)
 
 
+@pytest.mark.slow
 def test_closed_forms_equal_the_iterative_minimum_on_a_linear_encoder(task, tmp_path) -> None:
     # Identity encoder, Gaussian noise: least squares and the Gaussian-prior MAP have
     # closed forms; each must be the minimum the descent converges to.

@@ -201,6 +201,7 @@ def test_parse_norm() -> None:
 # ------------------------------------------------------------------------- audit
 
 
+@pytest.mark.slow
 def test_miscalibrated_mechanism_is_caught_in_95_percent_of_seeds() -> None:
     mech = _calibrated(HalfNoiseGauss, eps=2.0, r=0.5)
     results = [audit_mechanism(mech, VECTOR, seed, n_draws=100_000) for seed in range(20)]

@@ -97,6 +97,7 @@ LAP_OUT = {"eps": 2.0, "r": 0.5}
     ids=["gauss-input", "ldp-image", "gauss-output", "lap-output"],
 )
 @pytest.mark.parametrize("factor", [0.5, 0.8])
+@pytest.mark.slow
 def test_under_noised_plant_is_caught_in_19_of_20_seeds(make, factor: float) -> None:
     caught = _caught(make(factor))
     assert sum(caught) >= 19, caught
@@ -112,6 +113,7 @@ def test_under_noised_plant_is_caught_in_19_of_20_seeds(make, factor: float) -> 
     ],
     ids=["gauss-input", "ldp-image", "gauss-output", "lap-output"],
 )
+@pytest.mark.slow
 def test_correct_mechanism_passes_in_19_of_20_seeds(make) -> None:
     caught = _caught(make())
     assert sum(caught) <= 1, caught
@@ -120,6 +122,7 @@ def test_correct_mechanism_passes_in_19_of_20_seeds(make) -> None:
 @pytest.mark.parametrize(
     ("cls", "params"), [(GaussOutput, GAUSS_OUT), (LapOutput, LAP_OUT)], ids=["gauss", "lap"]
 )
+@pytest.mark.slow
 def test_lipschitz_constant_20_percent_too_small_is_caught(cls: type, params: dict) -> None:
     # The worst-case pair (gradient ascent on the encoder) attains the true constant, so a
     # certificate that understates it shows as a privacy loss above the claim.

@@ -207,6 +207,7 @@ def naive_idp(factor: float = 1.0, eps: float = 1.0) -> NaiveIDP:
     return mech
 
 
+@pytest.mark.slow
 def test_label_keep_rate_correct_passes_and_overclaimed_is_caught() -> None:
     # LUCID's exponential mechanism loses eps / 2 on a disagreeing pair: running it at
     # 2.5x (loss 1.25 eps) or 4x (2 eps) the claim is what refutes the claim.

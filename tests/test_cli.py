@@ -80,6 +80,7 @@ def test_unknown_filter_names_are_refused(tmp_path, tiny_suite, monkeypatch, cap
     assert _stored_jobs(tmp_path / "s.sqlite") == 0
 
 
+@pytest.mark.slow
 def test_malformed_suite_file(tmp_path, tiny_suite) -> None:
     tiny_suite.write_text(tiny_suite.read_text() + "\nretries = 3\n")
     proc = run_cli("run", "--suite", str(tiny_suite), cwd=tmp_path)
@@ -97,6 +98,7 @@ def test_missing_dataset_names_the_files(tmp_path, monkeypatch, capsys) -> None:
 
 
 @pytest.mark.parametrize(("mechanism", "fragment"), [("test-nan", "NaN"), ("test-short", "rows")])
+@pytest.mark.slow
 def test_faulty_plugin_mechanism_fails_each_of_its_jobs_and_nothing_is_stored(
     tmp_path, tiny_suite, mechanism, fragment
 ) -> None:
@@ -128,6 +130,7 @@ def test_faulty_plugin_mechanism_fails_each_of_its_jobs_and_nothing_is_stored(
     assert not (tmp_path / "leaderboards").exists()
 
 
+@pytest.mark.slow
 def test_plugins_are_listed_through_entry_points(tmp_path) -> None:
     proc = run_cli("list", "mechanisms", cwd=tmp_path, extra_path=(PLUGINS,), check=True)
     assert "test-nan" in proc.stdout and "test-short" in proc.stdout

@@ -378,6 +378,7 @@ CASES = [
 
 @pytest.mark.parametrize("device", [torch.device("cpu"), torch.device("cpu", 0)], ids=str)
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.slow
 def test_explicit_device_gives_the_default_numbers(
     case, device, fmnist, defaults, tmp_path
 ) -> None:
@@ -428,6 +429,7 @@ def _same_on_both(task, cases, tmp_path, attacks=()) -> None:
         assert torch.equal(a, b), f"output {i} differs"
 
 
+@pytest.mark.slow
 def test_label_only_and_leave_one_out_with_an_explicit_device(tmp_path) -> None:
     """The stacked leave-one-out training, LUCID's bounds (MILPs on CPU copies) and its
     probes, DP-SGD and ALIBI, with a device object that is not the default."""
@@ -477,6 +479,7 @@ def test_posthoc_ptr_with_an_explicit_device(tmp_path) -> None:
     _same_on_both(task, cases, tmp_path, attacks=[("optimization", {"max_steps": 10})])
 
 
+@pytest.mark.slow
 def test_a_cpu_job_runs_with_its_device_and_records_no_nondeterminism(tmp_path) -> None:
     from bench.api import expand_suite
     from bench.evaluate import run_job

@@ -89,6 +89,7 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, float]
     return rows
 
 
+@pytest.mark.slow
 def test_calibration_sets_sigma_for_the_target(synthetic) -> None:
     for row in synthetic:  # Tr(M^T M) = d, so sigma^2 = target exactly
         assert row["sigma"] == pytest.approx(math.sqrt(row["target"]), rel=1e-6)

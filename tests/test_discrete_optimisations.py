@@ -61,6 +61,7 @@ def sst2(cache: ArtifactCache) -> dict:
     return {"task": task, "mech": mech}
 
 
+@pytest.mark.slow
 def test_sst2_optimised_dfil_keeps_accuracy_and_loses_tokens(sst2: dict, cache) -> None:
     """1/dFIL = 100, split early: accuracy beats the majority class (one-sided binomial test
     over the 1,000 test sentences, p < 0.01); lookup recovers no token, where it recovers

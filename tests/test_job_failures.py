@@ -78,6 +78,7 @@ def _listed(stderr: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.slow
 def test_a_failing_job_fails_alone_and_the_rerun_runs_only_it(
     suite, tmp_path, monkeypatch, capsys, workers
 ) -> None:
@@ -210,6 +211,7 @@ def _group_alive(pgid: int) -> bool:
     [("1", "driver"), ("2", "group"), ("2", "driver")],
     ids=["in-process", "pool-terminal-ctrl-c", "pool-sigint-to-driver"],
 )
+@pytest.mark.slow
 def test_ctrl_c_stops_the_run_at_once_and_fails_no_job(
     suite, tmp_path, monkeypatch, workers, target
 ) -> None:

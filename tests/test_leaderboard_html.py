@@ -364,6 +364,7 @@ def test_an_audit_without_a_testable_pair_does_not_claim_power() -> None:
     assert _audit_power(some) == "could show 18.8 · 200,000 draws"
 
 
+@pytest.mark.slow
 def test_plugin_metrics_are_described_whoever_writes_the_page(tmp_path: Path) -> None:
     """A page re-written from JSON alone (bench reproduce --write, or the parent of worker
     processes) still describes the metrics a mechanism registers on import: a fresh

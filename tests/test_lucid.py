@@ -107,6 +107,7 @@ def fitted_lucid(tmp_path_factory: pytest.TempPathFactory):
     return task, lucid, naive
 
 
+@pytest.mark.slow
 def test_lucid_bound_is_valid_on_probes_and_a_planted_small_bound_is_caught(fitted_lucid) -> None:
     task, lucid, _ = fitted_lucid
     assert lucid.claim_metrics(task, task.splits())["bound_validity"].value == 1.0

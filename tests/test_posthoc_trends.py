@@ -51,6 +51,7 @@ def test_arl_weight_lowers_the_local_lipschitz_constant(mnist) -> None:
     assert means[0.99] < 0.5 * means[0.0], means
 
 
+@pytest.mark.slow
 def test_attack_ssim_falls_with_r_and_rises_with_eps(mnist, tmp_path: Path) -> None:
     """One obfuscator (cached, shared), PTR at (R, eps) = (0.1, 10), (1, 10), (1, 100); the
     inverter trained on aux releases reconstructs test inputs. Noise scale DeltaP R / eps.

@@ -131,6 +131,7 @@ def test_differentiable_ssim_equals_the_leaderboard_metric() -> None:
     )
 
 
+@pytest.mark.slow
 def test_residual_inverter_recovers_an_unprotected_input_to_ssim_0_9(task, tmp_path) -> None:
     """The default decoder within its default budget, on Fashion-MNIST through identity."""
     mech = Identity()
@@ -153,6 +154,7 @@ def test_tuned_attacks_recover_an_unprotected_input_to_ssim_0_9(task, tmp_path, 
     assert float(ssim(x.numpy(), x_hat.detach().numpy(), 1.0).mean()) >= 0.9
 
 
+@pytest.mark.slow
 def test_ssim_objective_raises_ssim_over_mse_training(task, tmp_path) -> None:
     mech = _gauss(8.0, task)
     x = task.splits().test.x

@@ -112,6 +112,7 @@ def _evaluate(mech, fitted: dict, n_attacked: int = 4, steps: int = 300) -> dict
     return {**out, **{k: v.value for k, v in metrics.items()}}
 
 
+@pytest.mark.slow
 def test_lookup_recovers_tokens_unprotected_not_under_noise(fitted: dict) -> None:
     """Split early, no noise: every sentence token comes back. Split late with light noise
     on the block-4 output (sigma 1.1, ~1/dFIL 0.06 there): recovery falls while accuracy
@@ -168,6 +169,7 @@ params = { max_steps = 200 }
 """
 
 
+@pytest.mark.slow
 def test_leaderboard_shows_reconstructed_sentences(tmp_path: Path) -> None:
     suite = tmp_path / "tiny-text.toml"
     suite.write_text(SUITE)

@@ -269,6 +269,7 @@ def _one_thread_in_subprocesses(monkeypatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
 
+@pytest.mark.slow
 def test_cli_validate_passes_a_correct_mechanism(workdir: Path) -> None:
     proc = _validate(workdir, "gauss-input", "--draws", "20000")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -289,6 +290,7 @@ def test_cli_validate_passes_a_correct_mechanism(workdir: Path) -> None:
     ],
     ids=["miscalibrated", "nan-module-class"],
 )
+@pytest.mark.slow
 def test_cli_validate_fails_faulty_plugins(workdir: Path, args: list[str], failed_check) -> None:
     proc = _validate(workdir, *args)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -297,6 +299,7 @@ def test_cli_validate_fails_faulty_plugins(workdir: Path, args: list[str], faile
     assert "validate: FAIL" in proc.stdout
 
 
+@pytest.mark.slow
 def test_cli_validate_user_error_exits_2_with_one_line(workdir: Path) -> None:
     proc = _validate(workdir, "no-such-mechanism")
     assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -61,6 +61,7 @@ def test_optimization_attack_throughput(benchmark, batch_size, tmp_path) -> None
 
 
 @pytest.mark.benchmark(group="optimization-attack-32-images")
+@pytest.mark.slow
 def test_prior_attack_throughput(benchmark, tmp_path) -> None:
     """Images/s of the learned-prior attack on the same 32 images, beside the optimisation
     attack. It runs its default reconstruction budget: 4 restarts x 200 latent steps through
@@ -123,6 +124,7 @@ INVERTER_SCHEDULES = {
 
 @pytest.mark.benchmark(group="inverter-fit-gauss-input-200-aux")
 @pytest.mark.parametrize("schedule", list(INVERTER_SCHEDULES), ids=list(INVERTER_SCHEDULES))
+@pytest.mark.slow
 def test_inverter_fit_new_against_old_schedule(benchmark, schedule, tmp_path) -> None:
     """Training the inverter on 200 aux releases: the residual decoder (the default, and
     trained on MSE + SSIM) beside the conv decoder with the schedule it had before issue 22
