@@ -63,6 +63,7 @@ def test_the_choice_does_not_depend_on_the_private_records(tmp_path: Path) -> No
     assert 0.5 < choice.val_accuracy <= 1.0
 
 
+@pytest.mark.slow
 def test_tuned_rows_say_how_they_were_trained_and_lucid_bounds_hold_for_them(
     tmp_path: Path,
 ) -> None:
