@@ -595,13 +595,14 @@ def _keep_plan(
     its stored results and every component is the project's own (a plug-in's files are not
     in the plan's key)."""
     from bench.api import board_inputs
-    from bench.plan_cache import PROJECT_PACKAGES, Plan, save_plan, times_digest
+    from bench.plan_cache import Plan, save_plan, times_digest
+    from bench.project import in_project
     from bench.registry import ATTACKS, MECHANISMS, TASKS
     from bench.report.html import inputs_stamp, report_stamp
 
     classes = [TASKS.get(j.task) for j in jobs] + [MECHANISMS.get(j.mechanism) for j in jobs]
     classes += [ATTACKS.get(j.attack) for j in jobs if j.attack is not None]
-    in_tree = all(c.__module__.split(".")[0] in PROJECT_PACKAGES for c in classes)
+    in_tree = all(in_project(c.__module__) for c in classes)
     # A suite's `device = "auto"` turns into a GPU once one appears: CPU suites only.
     if not in_tree or suite.device not in (None, "cpu") or any(j.device != "cpu" for j in jobs):
         return

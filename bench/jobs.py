@@ -18,12 +18,12 @@ from typing import Any
 from bench.device import device_kind, jobs_device
 from bench.errors import ConfigError
 from bench.hashing import digest, files_digest
+from bench.project import in_project
 from bench.protocols import Task
 from bench.registry import ATTACKS, MECHANISMS, TASKS
 from bench.suite import Entry, Suite, make_task
 from bench.threads import threads_for
 
-_PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
 # Harness modules every job's result depends on.
 _HARNESS = (
     "bench.cpu_math",  # the ISA every job's CPU arithmetic is pinned to
@@ -43,7 +43,15 @@ _AUDIT_PACKAGE = "bench.certify.audit"
 # what they decide about a job is hashed as data (the resolved config, the task version
 # and the data fingerprint), and the artifact cache keys each artifact by its own recipe.
 RESULT_NEUTRAL = frozenset(
-    {"bench.errors", "bench.fsutil", "bench.registry", "bench.suite", "bench.jobs", "bench.cache"}
+    {
+        "bench.errors",
+        "bench.fsutil",
+        "bench.registry",
+        "bench.suite",
+        "bench.jobs",
+        "bench.cache",
+        "bench.project",
+    }
 )
 
 
@@ -108,11 +116,7 @@ def _project_imports(module: ModuleType) -> set[str]:
     owners: set[str] = set()
     for value in vars(module).values():
         owner = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
-        if (
-            isinstance(owner, str)
-            and owner.split(".")[0] in _PROJECT_PACKAGES
-            and owner in sys.modules
-        ):
+        if isinstance(owner, str) and in_project(owner) and owner in sys.modules:
             owners.add(owner)
     return owners
 
@@ -152,7 +156,7 @@ def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
     files: set[Path] = set()
     for cls in classes:
         for base in cls.__mro__:
-            if base.__module__.split(".")[0] in _PROJECT_PACKAGES:
+            if in_project(base.__module__):
                 files |= _module_files(base.__module__, skip_audit)
     for module_name in _HARNESS:
         files |= _module_files(module_name, skip_audit)

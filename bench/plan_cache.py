@@ -38,11 +38,11 @@ from typing import Any
 from bench.data.locations import cache_dir, data_dir
 from bench.errors import BenchError
 from bench.fsutil import atomic_write
+from bench.project import PROJECT_PACKAGES
 from bench.store_rows import jobs_column
 from bench.suite import selects, suite_file
 
 FORMAT = 1  # bump when what a plan holds, or how its key is made, changes
-PROJECT_PACKAGES = ("bench", "mechanisms", "attacks")
 MAX_DATA_FILES = 20_000  # a data tree larger than this is not listed: no plan
 ENV_PREFIXES = ("BENCH_",)
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES",)
