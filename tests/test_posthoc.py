@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -234,12 +235,37 @@ def test_bad_params_are_one_line_errors() -> None:
         {"n_calib": 0},
         {"node_limit": 0},
         {"split_boxes": -1},
+        {"time_limit": -1.0},
+        {"time_limit": "10"},
     ):
         with pytest.raises(ConfigError):
             PosthocPTR(**bad)
     with pytest.raises(ConfigError):
         variant_parts("arl-q")
     assert variant_parts("arl-c-n") == {"arl", "c", "n"} and variant_parts("encoder") == set()
+
+
+def test_no_wall_clock_reaches_the_solver_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same job, same numbers: by default every Lipschitz search PTR runs (the region
+    certificate, each query's decision) stops on its node budget, never on a clock."""
+    import mechanisms.posthoc.ptr as ptr_module
+
+    assert PosthocPTR().clock() is None and PosthocPTR(time_limit=5.0).clock() == 5.0
+    seen: list[float | None] = []
+    real = ptr_module.local_lipschitz
+
+    def spy(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        seen.append(kwargs["time_limit"])  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ptr_module, "local_lipschitz", spy)
+    net, c, cfg = _net_and_cfg(1.0)
+    cfg = dataclasses.replace(cfg, split_boxes=0)
+    certify_region(net, c[None], cfg)
+    Certifier(net, c, cfg)._decide(cfg.radius)  # L = DeltaP at R: no cheap test settles it
+    assert len(seen) == 2 and seen == [None, None]
+    certify_region(net, c[None], dataclasses.replace(cfg, time_limit=2.0))
+    assert seen[-1] == 40.0  # the region's budget is 20 queries'
 
 
 def test_contrastive_loss_pulls_same_and_pushes_different() -> None:

@@ -148,7 +148,7 @@ class PosthocPTR(Mechanism):
         "obf_epochs": 30,
         "n_calib": 60,
         "r_max": 0.0,
-        "time_limit": 10.0,
+        "time_limit": 0.0,
         "node_limit": 5000,
         "split_boxes": 200,
         "solver": "auto",
@@ -164,6 +164,10 @@ class PosthocPTR(Mechanism):
             raise ConfigError(f"posthoc-ptr: solver must be one of {', '.join(milp_layer.SOLVERS)}")
         if not 0 <= float(p["alpha"]) < 1:
             raise ConfigError("posthoc-ptr: alpha (ARL weight) must lie in [0, 1)")
+        if not (isinstance(p["time_limit"], int | float) and p["time_limit"] >= 0):
+            raise ConfigError(
+                "posthoc-ptr: time_limit must be a number of seconds >= 0 (0: no clock)"
+            )
         for key in ("vae_epochs", "obf_epochs", "n_calib", "node_limit"):
             if not (isinstance(p[key], int) and p[key] >= 1):
                 raise ConfigError(f"posthoc-ptr: {key} must be a positive integer")
@@ -245,7 +249,7 @@ class PosthocPTR(Mechanism):
             radius,
             self.delta_p,
             r_max,
-            time_limit=float(p["time_limit"]),
+            time_limit=self.clock(),
             solver=str(p["solver"]),
             node_limit=int(p["node_limit"]),
             split_boxes=int(p["split_boxes"]),
@@ -277,6 +281,12 @@ class PosthocPTR(Mechanism):
             recipe, lambda: certify_region(self.relu_net, z, self.cfg)
         )
 
+    def clock(self) -> float | None:
+        """The wall-clock limit per Lipschitz search, None by default (`time_limit` 0): then
+        every search stops on its node budget alone, so DeltaP, the region certificate and
+        each PTR decision are the same on every machine, whatever its speed or load."""
+        return float(self.params["time_limit"]) or None
+
     def _calibrate(self, z: torch.Tensor, radius: float) -> dict[str, Any]:
         """Exact local Lipschitz constants (certified upper bounds) at training embeddings."""
         values, exact = [], []
@@ -286,7 +296,7 @@ class PosthocPTR(Mechanism):
                 row,
                 radius,
                 "l1",
-                time_limit=float(self.params["time_limit"]),
+                time_limit=self.clock(),
                 solver=str(self.params["solver"]),
                 node_limit=int(self.params["node_limit"]),
                 method="milp",  # the path the committed posthoc numbers rest on

@@ -94,7 +94,7 @@ class PTRConfig:
     radius: float
     delta_p: float
     r_max: float
-    time_limit: float = 10.0
+    time_limit: float | None = None  # seconds per search; None: node budgets alone decide
     solver: str = "auto"
     out_norm: OutNorm = "l1"
     samples: int = 64
@@ -167,7 +167,7 @@ def certify_region(net: ReluMLP, z_train: np.ndarray, cfg: PTRConfig) -> Certifi
         (lo + hi) / 2,
         (hi - lo) / 2 + cfg.r_max,
         cfg.out_norm,
-        time_limit=20 * cfg.time_limit,
+        time_limit=None if cfg.time_limit is None else 20 * cfg.time_limit,
         solver=cfg.solver,
         threshold=cfg.delta_p,
         node_limit=None if cfg.node_limit is None else 20 * cfg.node_limit,
