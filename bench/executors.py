@@ -38,6 +38,7 @@ from bench.device import device_kind
 from bench.errors import ConfigError
 from bench.evaluate import JobOutcome, run_job
 from bench.jobs import Job
+from bench.quiet import silence_dependencies
 from bench.registry import MECHANISMS
 
 MAX_MESSAGE_CHARS = 300  # a failure's one-line message is cut here (the traceback is whole)
@@ -187,6 +188,7 @@ def attempt(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome | 
     """run_job, with whatever the job raises (a plug-in's bug, a BenchError such as a
     mechanism's NaN output) returned as its JobFailure, so the other jobs run on. Ctrl-C,
     also when it caused the error, still stops the run."""
+    silence_dependencies()
     try:
         return run_job(job, cache_root, progress)
     except (Exception, SystemExit) as exc:  # SystemExit: a plug-in calling sys.exit()

@@ -1,0 +1,48 @@
+"""Dependencies' chatter stays out of bench's output (bench.quiet): HiGHS's banner on
+standard output and torch's jit deprecation, once per job-running process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import bench.executors as executors
+
+ROOT = Path(__file__).resolve().parents[1]
+BANNER = "Running HiGHS"
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+
+
+def test_highs_banner_is_absorbed_and_output_after_it_kept() -> None:
+    pytest.importorskip("highspy")
+    build = "import highspy; highspy.Highs(); print('ours')"
+    assert BANNER in _python(build).stdout  # what HiGHS prints when nothing absorbs it
+    silence = "from bench.quiet import silence_dependencies; silence_dependencies()"
+    quiet = _python(f"{silence}; {build}")
+    assert quiet.stdout == "ours\n"
+
+
+def test_only_torchs_jit_deprecation_is_ignored() -> None:
+    warn = (
+        "import warnings; from bench.quiet import silence_dependencies; silence_dependencies();"
+        " warnings.warn('`torch.jit.script` is deprecated. Please switch to torch.compile',"
+        " FutureWarning); warnings.warn('another deprecation', FutureWarning)"
+    )
+    stderr = _python(warn).stderr
+    assert "torch.jit.script" not in stderr and "another deprecation" in stderr
+
+
+def test_every_job_runs_after_silencing(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(executors, "silence_dependencies", lambda: calls.append("silence"))
+    monkeypatch.setattr(executors, "run_job", lambda *a: calls.append("job") or "done")
+    assert executors.attempt(object(), Path("."), False) == "done"  # type: ignore[arg-type]
+    assert calls == ["silence", "job"]
