@@ -55,6 +55,12 @@ def expand_suite(
     return suite, expand(suite, seeds=seeds, device=on)
 
 
+def code_version_of(jobs: list[Job]) -> str:
+    """The code version a board of these jobs is stamped with: bench's version and a digest
+    of the jobs' code hashes, so it changes exactly when some job's code does."""
+    return f"{__version__}+{digest(sorted({j.code_hash for j in jobs}), length=10)}"
+
+
 def write_suite_leaderboard(
     suite: Suite, jobs: list[Job], store: ResultStore, out_dir: Path, *, only_if_stale: bool = False
 ) -> list[Path]:
@@ -68,7 +74,7 @@ def write_suite_leaderboard(
         return [Path(out_dir) / "leaderboard.json"]
     hashes = list(dict.fromkeys(j.hash for j in jobs))
     results = store.load(hashes)
-    code_version = f"{__version__}+{digest(sorted({j.code_hash for j in jobs}), length=10)}"
+    code_version = code_version_of(jobs)
     generated_at = max(r["created_at"] for r in results)
     rows = attach_papers(
         attach_expected_failures(

@@ -1,5 +1,5 @@
-"""The `bench` command line: list, run, failures, leaderboard, reproduce, profile, compare,
-validate.
+"""The `bench` command line: list, run, failures, leaderboard, status, reproduce, profile,
+compare, validate.
 
 User mistakes (`BenchError`, and usage errors) print one line on stderr and exit 2; a run
 in which jobs failed lists them on stderr and exits 1 (`bench failures` shows their
@@ -439,6 +439,45 @@ def profile(
         )
     for line in profile_lines(timings, workers=jobs):
         typer.echo(line)
+
+
+@app.command()
+def status(
+    suite: Annotated[
+        list[str] | None,
+        typer.Option("--suite", help="Only these suites (repeatable; default: every shipped one)."),
+    ] = None,
+    boards: Annotated[
+        Path, typer.Option(help="Directory holding one leaderboard directory per suite.")
+    ] = Path("leaderboards"),
+    check: Annotated[
+        bool, typer.Option(help="Exit 1 when a board is stale (for CI or a release check).")
+    ] = False,
+) -> None:
+    """Which committed leaderboards are current: a board is stale when its suite's version
+    or its jobs' code changed since it was written, so a re-run may give other numbers."""
+    from bench.api import code_version_of, expand_suite
+    from bench.report.status import STALE, BoardStatus, board_status, has_board, status_lines
+    from bench.report.status import unchecked as unchecked_status
+    from bench.suite import available_suites, load_suite
+
+    statuses: list[BoardStatus] = []
+    for name in suite or available_suites():
+        loaded = load_suite(name)
+        board_dir = boards / loaded.name
+        if not has_board(board_dir):  # a paper-scale suite never run here: nothing to expand
+            statuses.append(board_status(loaded.name, loaded.version, "", board_dir))
+            continue
+        try:
+            _, jobs = expand_suite(name, check_device=False)
+        except BenchError as exc:  # e.g. its full-size data is not installed on this machine
+            statuses.append(unchecked_status(loaded.name, board_dir, str(exc)))
+            continue
+        statuses.append(board_status(loaded.name, loaded.version, code_version_of(jobs), board_dir))
+    for line in status_lines(statuses):
+        typer.echo(line)
+    if check and any(s.state == STALE for s in statuses):
+        raise typer.Exit(1)
 
 
 @app.command()
