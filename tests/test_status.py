@@ -50,3 +50,13 @@ def test_cli_check_fails_on_a_stale_board_only(tmp_path: Path, monkeypatch, caps
     proc = cli_here(monkeypatch, capsys, *args)
     assert proc.returncode == 1
     assert "smoke  stale: code 0.1.0+0000000000 -> " + code_version_of(jobs) in proc.stdout
+
+
+def test_bad_input_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    proc = cli_here(monkeypatch, capsys, "status", "--suite", "no-such")
+    assert proc.returncode == 2 and "unknown suite 'no-such'" in proc.stderr
+    (tmp_path / "smoke").mkdir()
+    (tmp_path / "smoke" / "leaderboard.json").write_text("{}")
+    proc = cli_here(monkeypatch, capsys, "status", "--suite", "smoke", "--boards", str(tmp_path))
+    assert proc.returncode == 2 and "missing top-level keys" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
