@@ -457,7 +457,14 @@ def status(
     """Which committed leaderboards are current: a board is stale when its suite's version
     or its jobs' code changed since it was written, so a re-run may give other numbers."""
     from bench.api import code_version_of, expand_suite
-    from bench.report.status import STALE, BoardStatus, board_status, has_board, status_lines
+    from bench.report.status import (
+        STALE,
+        BoardStatus,
+        board_status,
+        has_board,
+        no_board,
+        status_lines,
+    )
     from bench.report.status import unchecked as unchecked_status
     from bench.suite import available_suites, load_suite
 
@@ -466,7 +473,7 @@ def status(
         loaded = load_suite(name)
         board_dir = boards / loaded.name
         if not has_board(board_dir):  # a paper-scale suite never run here: nothing to expand
-            statuses.append(board_status(loaded.name, loaded.version, "", board_dir))
+            statuses.append(no_board(loaded.name))
             continue
         try:
             _, jobs = expand_suite(name, check_device=False)

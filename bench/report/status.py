@@ -32,6 +32,11 @@ def has_board(board_dir: Path) -> bool:
     return (board_dir / "leaderboard.json").exists()
 
 
+def no_board(suite: str) -> BoardStatus:
+    """A suite with no committed board (a paper-scale suite never run here)."""
+    return BoardStatus(suite, NO_BOARD, (), None)
+
+
 def unchecked(suite: str, board_dir: Path, why: str) -> BoardStatus:
     """A board whose suite cannot be expanded here (its data is not installed, say)."""
     board = load_leaderboard(board_dir / "leaderboard.json")
@@ -41,7 +46,7 @@ def unchecked(suite: str, board_dir: Path, why: str) -> BoardStatus:
 def board_status(suite: str, suite_version: str, code_version: str, board_dir: Path) -> BoardStatus:
     """Compare the board in `board_dir` with the suite's version and code version now."""
     if not has_board(board_dir):
-        return BoardStatus(suite, NO_BOARD, (), None)
+        return no_board(suite)
     board = load_leaderboard(board_dir / "leaderboard.json")
     reasons = []
     if str(board["suite_version"]) != str(suite_version):
