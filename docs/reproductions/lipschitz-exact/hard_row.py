@@ -16,7 +16,7 @@ v^T J u = sum_j d2_j g_j h_j. Gates not fixed give d in [0, 1]: h goes to an int
 (exact when layer 1 is fixed) and each term to its largest value on it, so the bound is
 exact over layer 2's completions once layer 1 is fixed (reachability aside).
 
-Usage (repository root, package installed, about 10 minutes):
+Usage (repository root, package installed, about 4 minutes):
 PYTHONPATH=. python docs/reproductions/lipschitz-exact/hard_row.py
 """
 
@@ -38,13 +38,21 @@ def sign_vectors(n: int, first_positive: bool) -> np.ndarray:
     return (s[s[:, 0] > 0] if first_positive else s).T
 
 
-def coupled_bound(net: ReluMLP, on: list[np.ndarray], free: list[np.ndarray]) -> float:
+def sign_terms(net: ReluMLP) -> tuple[np.ndarray, np.ndarray]:
+    """The (u, v) factors every bound of one net shares: a = W_1 u for all u in {-1, 1}^n,
+    and g = W_3^T v for the v with v_0 = +1 (v and -v give the same norm)."""
+    w1, _, w3 = net.weights
+    return w1 @ sign_vectors(w1.shape[1], False), w3.T @ sign_vectors(w3.shape[0], True)
+
+
+def coupled_bound(
+    net: ReluMLP, terms: tuple[np.ndarray, np.ndarray], on: list[np.ndarray], free: list[np.ndarray]
+) -> float:
     """max over (u, v) of sum_j max_{d2_j, h_j} d2_j g_j h_j for a two-hidden-layer net;
-    `on` / `free` per hidden layer: 0/1 masks of gates fixed on and of gates not fixed."""
-    w1, w2, w3 = net.weights
-    u = sign_vectors(w1.shape[1], False)
-    g = w3.T @ sign_vectors(w3.shape[0], True)  # (width, V); v and -v give the same norm
-    a = w1 @ u
+    `terms` from `sign_terms`; `on` / `free` per hidden layer: 0/1 masks of gates fixed on
+    and of gates not fixed."""
+    w2 = net.weights[1]
+    a, g = terms
     t_lo = on[0][:, None] * a + free[0][:, None] * np.minimum(a, 0)
     t_hi = on[0][:, None] * a + free[0][:, None] * np.maximum(a, 0)
     w2p, w2n = np.maximum(w2, 0), np.minimum(w2, 0)
@@ -75,7 +83,8 @@ def main() -> None:
         layer1 = np.unique(z1[:, f1] > 0, axis=0)
         full, first = np.unique(np.hstack([z1 > 0, z2 > 0]), axis=0, return_index=True)
         seen = float(operator_norms(net.jacobians(x[first]), "l1").max())
-        root = coupled_bound(net, on, free)
+        terms = sign_terms(net)
+        root = coupled_bound(net, terms, on, free)
         w1, w2, b1, b2 = net.weights[0], net.weights[1], net.biases[0], net.biases[1]
         above, unstable2 = 0, []
         for row in layer1:
@@ -85,7 +94,7 @@ def main() -> None:
             mid, rad = a @ c + a0, np.abs(a).sum(1) * RADIUS
             lo, hi = np.maximum(mid - rad, pre[1][0]), np.minimum(mid + rad, pre[1][1])
             free2 = ((lo < 0) & (hi > 0)).astype(float)
-            if coupled_bound(net, [on1, (lo >= 0).astype(float)], [0 * on1, free2]) > seen:
+            if coupled_bound(net, terms, [on1, (lo >= 0).astype(float)], [0 * on1, free2]) > seen:
                 above += 1
                 unstable2.append(int(free2.sum()))
         median = int(np.median(unstable2)) if unstable2 else 0
