@@ -17,6 +17,7 @@ from bench.certify.lipschitz.local import ReluMLP, build_milp, local_lipschitz, 
 from bench.errors import ConfigError
 from bench.protocols import FitContext
 from bench.suite import make_task
+from mechanisms.posthoc.decisions import CertifierState
 from mechanisms.posthoc.mechanism import LDPEmbedding, PosthocPTR
 from mechanisms.posthoc.models import contrastive_loss, variant_parts
 from mechanisms.posthoc.ptr import (
@@ -289,3 +290,57 @@ def test_ldp_embedding_scale(tmp_path: Path) -> None:
     # clipped: any two inputs' embeddings differ by at most the sensitivity in l_1
     assert float((z[:, None] - z[None]).abs().sum(-1).max()) <= sens + 1e-5
     assert mech.guarantee().params == {"eps": 5.0}
+
+
+def test_jobs_releasing_the_same_queries_share_their_decisions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The utility and attack jobs of a setting release the same queries with the same
+    stream: the first computes the certified decisions, the next loads them from the cache,
+    and both releases, and the certifiers they leave behind, are the ones the per-query
+    path gives (mechanisms/posthoc/decisions.py)."""
+    import mechanisms.posthoc.mechanism as mech_module
+
+    builds: list[int] = []
+    real = mech_module.decide_queries
+
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        builds.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mech_module, "decide_queries", counted)
+    task = make_task("mnist", {"n_train": 400, "n_aux": 50, "n_test": 50}, "<test>")
+    x = task.splits().test.x[:12].clone()  # type: ignore[attr-defined]
+    x[6:] = x[:6]  # repeated queries inside one call share one certifier
+
+    def job() -> tuple[PosthocPTR, object]:
+        mech = PosthocPTR(eps=2.0, R=0.05, variant="arl-c-n", **TINY)
+        mech.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path)))
+        return mech, mech.release(x, torch.Generator().manual_seed(4))
+
+    (first, rel1), (second, rel2) = job(), job()
+    assert len(builds) == 1  # the second job loaded the first one's decisions
+    assert torch.equal(rel1.values, rel2.values) and torch.equal(rel1.released, rel2.released)
+    for key in rel1.meta:
+        assert torch.equal(rel1.meta[key].nan_to_num(-1), rel2.meta[key].nan_to_num(-1))
+    assert rel1.meta["test_radius"].isfinite().any()  # some queries needed a decision
+
+    # The per-query path (fresh certifiers, one per distinct embedding) decides the same.
+    rows = first.vae(x).detach().double().numpy()
+    noise = rel1.meta["test_noise"].double().tolist()
+    certs: dict[bytes, Certifier] = {}
+    direct = [
+        ptr_test(
+            certs.setdefault(r.tobytes(), Certifier(first.relu_net, r, first.cfg, first.region)), z
+        )
+        for r, z in zip(rows, noise, strict=True)
+    ]
+    assert torch.equal(rel1.released, torch.tensor([d.released for d in direct]))
+    states = {k: CertifierState.of(c) for k, c in certs.items()}
+    for mech in (first, second):
+        assert {k: CertifierState.of(c) for k, c in mech._certifiers.items()} == states
+
+    # A later call that repeats an embedding goes on from the restored certifiers, in-process.
+    again1 = first.release(x, torch.Generator().manual_seed(5))
+    again2 = second.release(x, torch.Generator().manual_seed(5))
+    assert len(builds) == 1 and torch.equal(again1.released, again2.released)

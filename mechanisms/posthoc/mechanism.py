@@ -24,6 +24,7 @@ from bench.metrics.stats import scalar, summarize
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.noise.calibration import check_privacy_params, laplace_scale
+from mechanisms.posthoc.decisions import as_decisions, decide_queries, queries_digest
 from mechanisms.posthoc.models import (
     VARIANTS,
     BetaVAE,
@@ -36,6 +37,7 @@ from mechanisms.posthoc.ptr import (
     CertifiedRegion,
     Certifier,
     PTRConfig,
+    QueryDecision,
     certify_region,
     default_r_max,
     phi_noise_scale,
@@ -317,8 +319,35 @@ class PosthocPTR(Mechanism):
         queries: a repeated input costs nothing)."""
         key = z.tobytes()
         if key not in self._certifiers:
-            self._certifiers[key] = Certifier(self.relu_net, z, self.cfg, self.region)
+            self._certifiers[key] = self._new_certifier(z)
         return self._certifiers[key]
+
+    def _decisions(self, rows: np.ndarray, noise: list[float]) -> list[QueryDecision]:
+        """The PTR test of each query (row i, test noise noise[i]). When no query's embedding
+        has been decided before in this job, the decisions are a function of the queries alone
+        and are shared through the artifact cache with the other jobs of this setting that
+        release the same queries (mechanisms/posthoc/decisions.py); else they are made here,
+        from the memoised certifiers."""
+        if any(row.tobytes() in self._certifiers for row in rows):
+            return [ptr_test(self.certifier(row), z) for row, z in zip(rows, noise, strict=True)]
+        recipe = {
+            "artifact": "posthoc-ptr-decisions",
+            **self.model_key,
+            "cfg": repr(self.cfg),
+            "region": repr(self.region),
+            "certify_code": source_digest(*_CODE, "mechanisms.posthoc.decisions"),
+            "queries": queries_digest(rows, noise),
+        }
+        stored = self.ctx.cache.get_or_build(
+            recipe, lambda: decide_queries(rows, noise, self._new_certifier)
+        )
+        for key, state in stored["states"].items():
+            center = np.frombuffer(key, dtype=rows.dtype).copy()
+            self._certifiers[key] = state.restore(self._new_certifier(center))
+        return as_decisions(stored)
+
+    def _new_certifier(self, z: np.ndarray) -> Certifier:
+        return Certifier(self.relu_net, z, self.cfg, self.region)
 
     @torch.no_grad()
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
@@ -331,11 +360,7 @@ class PosthocPTR(Mechanism):
         test_noise = NoiseModel("laplace", phi_noise_scale(eps, radius)).sample(
             (len(x),), generator
         )
-        rows = to_cpu(z).double().numpy()
-        decisions = [
-            ptr_test(self.certifier(row), float(noise))
-            for row, noise in zip(rows, test_noise.double().tolist(), strict=True)
-        ]
+        decisions = self._decisions(to_cpu(z).double().numpy(), test_noise.double().tolist())
         released = torch.tensor([d.released for d in decisions], dtype=torch.bool)
         # 4. Release f(g(x)) + Lap(DeltaP R / eps) per coordinate (ptr.release_scale), drawn
         # on the CPU like the test noise: k values per query, and the audit's replay of this
@@ -438,6 +463,33 @@ class LDPEmbedding(Mechanism):
             int(p["epochs"]),
             ctx.generator("ldp-embedding-clf"),
         )
+
+    def _decisions(self, rows: np.ndarray, noise: list[float]) -> list[QueryDecision]:
+        """The PTR test of each query (row i, test noise noise[i]). When no query's embedding
+        has been decided before in this job, the decisions are a function of the queries alone
+        and are shared through the artifact cache with the other jobs of this setting that
+        release the same queries (mechanisms/posthoc/decisions.py); else they are made here,
+        from the memoised certifiers."""
+        if any(row.tobytes() in self._certifiers for row in rows):
+            return [ptr_test(self.certifier(row), z) for row, z in zip(rows, noise, strict=True)]
+        recipe = {
+            "artifact": "posthoc-ptr-decisions",
+            **self.model_key,
+            "cfg": repr(self.cfg),
+            "region": repr(self.region),
+            "certify_code": source_digest(*_CODE, "mechanisms.posthoc.decisions"),
+            "queries": queries_digest(rows, noise),
+        }
+        stored = self.ctx.cache.get_or_build(
+            recipe, lambda: decide_queries(rows, noise, self._new_certifier)
+        )
+        for key, state in stored["states"].items():
+            center = np.frombuffer(key, dtype=rows.dtype).copy()
+            self._certifiers[key] = state.restore(self._new_certifier(center))
+        return as_decisions(stored)
+
+    def _new_certifier(self, z: np.ndarray) -> Certifier:
+        return Certifier(self.relu_net, z, self.cfg, self.region)
 
     @torch.no_grad()
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
