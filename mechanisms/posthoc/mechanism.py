@@ -464,33 +464,6 @@ class LDPEmbedding(Mechanism):
             ctx.generator("ldp-embedding-clf"),
         )
 
-    def _decisions(self, rows: np.ndarray, noise: list[float]) -> list[QueryDecision]:
-        """The PTR test of each query (row i, test noise noise[i]). When no query's embedding
-        has been decided before in this job, the decisions are a function of the queries alone
-        and are shared through the artifact cache with the other jobs of this setting that
-        release the same queries (mechanisms/posthoc/decisions.py); else they are made here,
-        from the memoised certifiers."""
-        if any(row.tobytes() in self._certifiers for row in rows):
-            return [ptr_test(self.certifier(row), z) for row, z in zip(rows, noise, strict=True)]
-        recipe = {
-            "artifact": "posthoc-ptr-decisions",
-            **self.model_key,
-            "cfg": repr(self.cfg),
-            "region": repr(self.region),
-            "certify_code": source_digest(*_CODE, "mechanisms.posthoc.decisions"),
-            "queries": queries_digest(rows, noise),
-        }
-        stored = self.ctx.cache.get_or_build(
-            recipe, lambda: decide_queries(rows, noise, self._new_certifier)
-        )
-        for key, state in stored["states"].items():
-            center = np.frombuffer(key, dtype=rows.dtype).copy()
-            self._certifiers[key] = state.restore(self._new_certifier(center))
-        return as_decisions(stored)
-
-    def _new_certifier(self, z: np.ndarray) -> Certifier:
-        return Certifier(self.relu_net, z, self.cfg, self.region)
-
     @torch.no_grad()
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
         z = self.embed(to_device(x, self.device))
