@@ -22,7 +22,7 @@ import torch
 
 from bench.cache import ArtifactCache
 from bench.hashing import derive_seed
-from bench.protocols import FitContext, Release
+from bench.protocols import FitContext, Release, Task
 from bench.suite import make_task
 from bench.threads import pinned_threads, threads_for
 from mechanisms.posthoc.mechanism import PosthocPTR
@@ -30,8 +30,9 @@ from mechanisms.posthoc.mechanism import PosthocPTR
 SETTING = {"eps": 1.0, "R": 0.1, "delta": 0.05, "vae_epochs": 100, "obf_epochs": 100}
 
 
-def utility_release(variant: str, solver: str, seed: int, cache: ArtifactCache) -> Release:
-    task = make_task("faces", {}, "posthoc_faces_gurobi")
+def utility_release(
+    task: Task, variant: str, solver: str, seed: int, cache: ArtifactCache
+) -> Release:
     splits = task.splits()
     mech = PosthocPTR(**SETTING, variant=variant, solver=solver)
     with pinned_threads(threads_for(PosthocPTR)):  # as in the job: the same fits, from the cache
@@ -42,10 +43,11 @@ def utility_release(variant: str, solver: str, seed: int, cache: ArtifactCache) 
 
 def main(cache_dir: Path) -> None:
     cache = ArtifactCache(cache_dir)
+    task = make_task("faces", {}, "posthoc_faces_gurobi")  # loaded once for all 12 fits
     for variant in ("encoder", "n"):
         for seed in range(3):
-            highs = utility_release(variant, "highs", seed, cache)
-            gurobi = utility_release(variant, "gurobi", seed, cache)
+            highs = utility_release(task, variant, "highs", seed, cache)
+            gurobi = utility_release(task, variant, "gurobi", seed, cache)
             decided = highs.meta["test_radius"].isfinite()
             undecided = [int((r.meta["ptr_exact"][decided] == 0).sum()) for r in (highs, gurobi)]
             milps = [int(r.meta["ptr_milps"].sum()) for r in (highs, gurobi)]
