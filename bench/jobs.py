@@ -165,6 +165,20 @@ def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
     return files
 
 
+def code_files(*module_names: str) -> frozenset[Path]:
+    """Source files of modules and, transitively, of every project module they draw on (the
+    audit excepted)."""
+    return frozenset().union(*(_module_files(name, skip_audit=True) for name in module_names))
+
+
+@cache
+def code_digest(*module_names: str) -> str:
+    """`files_digest` of `code_files`, for the code part of an artifact recipe: an edit
+    anywhere below the code that builds an artifact re-keys it, as it re-hashes the jobs
+    that use it."""
+    return files_digest(sorted(code_files(*module_names)))
+
+
 @cache
 def code_hash_of(*classes: type, audited: bool = False) -> str:
     """Code version of the parts a job uses (the files of `code_files_of`)."""

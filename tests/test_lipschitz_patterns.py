@@ -55,7 +55,7 @@ def test_unreachable_patterns_are_refuted() -> None:
     the search must refute it by LP, not report it (here the top score is unreachable)."""
     net = random_net([8, 8, 8, 8], 2)
     center = np.random.default_rng(2).uniform(-1, 1, 8)
-    part = _Part(net, center - 0.5, center + 0.5, "l1")
+    part = _Part(net, center - 0.5, center + 0.5)
     ceiling = part.bound(net, "l1", PATTERN_MAX_FREE)
     found = exact_by_patterns(net, center, 0.5, "l1")
     assert found.lps > 0

@@ -197,7 +197,24 @@ def test_gurobi_requested_without_gurobipy(monkeypatch: pytest.MonkeyPatch) -> N
     m.set_objective(x, [1.0])
     with pytest.raises(ConfigError, match="gurobipy"):
         m.solve(solver="gurobi")
-    assert m.solve(solver="auto").solver == "highs"
+    assert m.solve().solver == "highs"
+
+
+def test_an_installed_gurobi_is_used_only_when_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same job, same numbers on every machine: a solve that does not name Gurobi never
+    reaches it, installed or not, and the old machine-dependent 'auto' is refused."""
+    monkeypatch.setattr(milp_mod, "gurobi_available", lambda: True)
+
+    def no_gurobi(*args: object) -> None:
+        raise AssertionError("Gurobi was used without being asked for")
+
+    monkeypatch.setattr(milp_mod, "_solve_gurobi", no_gurobi)
+    net = random_net([4, 8, 3], 1)
+    c = np.zeros(4)
+    assert build_milp(net, c, 0.3, "l1").solve().solver == "highs"
+    assert local_lipschitz(net, c, 0.3, "l1", method="milp").solver == "highs"
+    with pytest.raises(ConfigError, match="'auto' is gone"):
+        build_milp(net, c, 0.3, "l1").solve(solver="auto")
 
 
 def test_box_with_a_half_width_per_coordinate_is_exact() -> None:

@@ -15,8 +15,10 @@ from bench.cache import ArtifactCache
 from bench.certify.audit.core import audit_mechanism
 from bench.certify.lipschitz.local import ReluMLP, build_milp, local_lipschitz, operator_norms
 from bench.errors import ConfigError
+from bench.jobs import code_files
 from bench.protocols import FitContext
 from bench.suite import make_task
+from mechanisms.posthoc import mechanism as posthoc_mechanism
 from mechanisms.posthoc.decisions import CertifierState
 from mechanisms.posthoc.mechanism import LDPEmbedding, PosthocPTR
 from mechanisms.posthoc.models import contrastive_loss, variant_parts
@@ -231,6 +233,7 @@ def test_bad_params_are_one_line_errors() -> None:
         {"delta": 1.5},
         {"R": -1},
         {"solver": "cplex"},
+        {"solver": "auto"},
         {"alpha": 1.0},
         {"r_max": 0.1, "R": 0.5},
         {"n_calib": 0},
@@ -344,3 +347,12 @@ def test_jobs_releasing_the_same_queries_share_their_decisions(
     again1 = first.release(x, torch.Generator().manual_seed(5))
     again2 = second.release(x, torch.Generator().manual_seed(5))
     assert len(builds) == 1 and torch.equal(again1.released, again2.released)
+
+
+def test_cached_certificates_are_keyed_by_the_code_below_them() -> None:
+    """A cached DeltaP, region certificate or decision must be rebuilt when any code it was
+    computed with changes, helpers of helpers included (the pattern search and the ReLU
+    bounds are imported by the Lipschitz search, not named in the recipe)."""
+    covered = {f.as_posix() for f in code_files(*posthoc_mechanism._CODE)}
+    for helper in ("lipschitz/relu.py", "lipschitz/patterns.py", "lipschitz/split.py", "milp.py"):
+        assert any(path.endswith(f"bench/certify/{helper}") for path in covered), helper

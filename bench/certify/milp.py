@@ -9,9 +9,13 @@ Models are built backend-free (bounded variables, binaries, two-sided linear row
 objective) and solved by `solve(...)` with a time limit and, optionally, a decision
 threshold: the solve stops as soon as the sign of (optimum - threshold) is certified.
 
-Gurobi is used when `gurobipy` is installed and its licence admits the model; the pip
-wheel's licence is size-limited (about 2,000 variables / constraints). A licence error
-makes the solve fall back to HiGHS, with one warning per process.
+The solver is named, never picked by what is installed: HiGHS by default, Gurobi when a
+caller asks for it. A budgeted solve (node or time limit, decision threshold) stops where
+its solver's search happens to be, so the same model can give a different certified bound
+under the other solver (docs/performance.md measured PTR decisions that differ); a job's
+numbers must not depend on whether gurobipy is on the machine. Gurobi's pip licence is
+size-limited (about 2,000 variables / constraints): a licence error makes a Gurobi solve
+fall back to HiGHS, with one warning per process, and the result's `solver` says so.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ Sense = Literal["max", "min"]
 Status = Literal[
     "optimal", "time_limit", "node_limit", "decided", "infeasible", "unbounded", "error"
 ]
-SOLVERS = ("auto", "highs", "gurobi")
+SOLVERS = ("highs", "gurobi")
 _GUROBI_NOTE = {"warned": False}
 
 
@@ -163,7 +167,7 @@ class MILP:
         self,
         *,
         time_limit: float | None = None,
-        solver: str = "auto",
+        solver: str = "highs",
         threshold: float | None = None,
         threads: int = 1,
         rel_gap: float = 1e-6,
@@ -174,19 +178,17 @@ class MILP:
 
         `node_limit` caps branch-and-bound nodes: unlike a time limit, the outcome is then
         the same on every machine (one thread, fixed seed), so results are reproducible."""
-        if solver not in SOLVERS:
-            raise ConfigError(f"unknown MILP solver {solver!r}; choose one of {', '.join(SOLVERS)}")
+        check_solver(solver, "MILP")
         if time_limit is not None and not time_limit > 0:
             raise ConfigError(f"MILP time limit must be positive, got {time_limit}")
         if node_limit is not None and not node_limit >= 1:
             raise ConfigError(f"MILP node limit must be a positive integer, got {node_limit}")
         limits = _Limits(time_limit, node_limit, threshold, threads, rel_gap)
-        if solver in ("auto", "gurobi") and gurobi_available():
+        if solver == "gurobi" and gurobi_available():
             result = _solve_gurobi(self, limits)
             if result is not None:
                 return result
-            if solver == "gurobi":
-                _note_gurobi_fallback()
+            _note_gurobi_fallback()
         elif solver == "gurobi":
             raise ConfigError(
                 "solver 'gurobi' requested but gurobipy is not installed "
@@ -211,6 +213,19 @@ def settled(sense: Sense, bound: float, incumbent: float | None, threshold: floa
     if sense == "max":
         return bound <= threshold or (incumbent is not None and incumbent > threshold)
     return bound >= threshold or (incumbent is not None and incumbent < threshold)
+
+
+def check_solver(solver: str, owner: str) -> None:
+    """Refuse a solver name outside SOLVERS, with a one-line reason (`owner` names who asked)."""
+    if solver in SOLVERS:
+        return
+    why = (
+        " ('auto' is gone: it meant Gurobi when gurobipy was installed, so the same job gave"
+        " other numbers on other machines)"
+        if solver == "auto"
+        else ""
+    )
+    raise ConfigError(f"{owner}: solver must be one of {', '.join(SOLVERS)}, got {solver!r}{why}")
 
 
 def gurobi_available() -> bool:

@@ -55,18 +55,30 @@ def queries_digest(rows: np.ndarray, noise: list[float]) -> str:
     return h.hexdigest()
 
 
+def test_queries(
+    rows: np.ndarray, noise: list[float], certifier_of: Callable[[np.ndarray], Certifier]
+) -> list[QueryDecision]:
+    """Alg. 1's test for each query (row i with test noise noise[i]), in order, each asked of
+    the certifier `certifier_of` keeps for its embedding."""
+    return [ptr_test(certifier_of(row), z) for row, z in zip(rows, noise, strict=True)]
+
+
 def decide_queries(
     rows: np.ndarray, noise: list[float], new_certifier: Callable[[np.ndarray], Certifier]
 ) -> dict[str, Any]:
-    """Alg. 1's test for each query (row i with test noise noise[i]), in order, with one
-    certifier per distinct embedding started fresh; the decisions and the final states."""
+    """`test_queries` with one certifier per distinct embedding started fresh; the decisions
+    and the certifiers' final states."""
     certs: dict[bytes, Certifier] = {}
-    decisions = []
-    for row, z_noise in zip(rows, noise, strict=True):
-        cert = certs.setdefault(row.tobytes(), new_certifier(row))
-        decisions.append(astuple(ptr_test(cert, z_noise)))
+
+    def certifier_of(row: np.ndarray) -> Certifier:
+        key = row.tobytes()
+        if key not in certs:
+            certs[key] = new_certifier(row)
+        return certs[key]
+
+    decisions = test_queries(rows, noise, certifier_of)
     return {
-        "decisions": decisions,
+        "decisions": [astuple(d) for d in decisions],
         "states": {key: CertifierState.of(cert) for key, cert in certs.items()},
     }
 

@@ -18,13 +18,19 @@ from bench.certify import milp as milp_layer  # a module value: the job hash cov
 from bench.certify.lipschitz.local import ReluMLP, local_lipschitz
 from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
-from bench.hashing import seeded_init, source_digest
+from bench.hashing import seeded_init
+from bench.jobs import code_digest
 from bench.metrics import MetricSpec, register_metric
 from bench.metrics.stats import scalar, summarize
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.noise.calibration import check_privacy_params, laplace_scale
-from mechanisms.posthoc.decisions import as_decisions, decide_queries, queries_digest
+from mechanisms.posthoc.decisions import (
+    as_decisions,
+    decide_queries,
+    queries_digest,
+    test_queries,
+)
 from mechanisms.posthoc.models import (
     VARIANTS,
     BetaVAE,
@@ -41,11 +47,12 @@ from mechanisms.posthoc.ptr import (
     certify_region,
     default_r_max,
     phi_noise_scale,
-    ptr_test,
     release_scale,
 )
 
-_CODE = (  # the certification code a cached DeltaP depends on
+# The certification code a cached DeltaP, region or decision depends on; bench.jobs.code_digest
+# follows their project imports (relu.py, patterns.py, ...), so an edit below them re-keys it.
+_CODE = (
     "mechanisms.posthoc.models",
     "mechanisms.posthoc.ptr",
     "bench.certify.lipschitz.split",
@@ -99,7 +106,7 @@ def fit_embedder(task: Task, ctx: FitContext, latent: int, epochs: int) -> BetaV
         "latent": latent,
         "epochs": epochs,
         "seed": ctx.seed,
-        "code": source_digest("mechanisms.posthoc.models"),
+        "code": code_digest("mechanisms.posthoc.models"),
     }
 
     def build() -> dict[str, torch.Tensor]:
@@ -153,7 +160,7 @@ class PosthocPTR(Mechanism):
         "time_limit": 0.0,
         "node_limit": 5000,
         "split_boxes": 200,
-        "solver": "auto",
+        "solver": "highs",
         "finetune_epochs": 5,
     }
 
@@ -162,8 +169,7 @@ class PosthocPTR(Mechanism):
         check_privacy_params(float(p["eps"]), float(p["delta"]), float(p["R"]))
         if p["variant"] not in VARIANTS:
             raise ConfigError(f"posthoc-ptr: variant must be one of {', '.join(VARIANTS)}")
-        if p["solver"] not in milp_layer.SOLVERS:
-            raise ConfigError(f"posthoc-ptr: solver must be one of {', '.join(milp_layer.SOLVERS)}")
+        milp_layer.check_solver(str(p["solver"]), "posthoc-ptr")
         if not 0 <= float(p["alpha"]) < 1:
             raise ConfigError("posthoc-ptr: alpha (ARL weight) must lie in [0, 1)")
         if not (isinstance(p["time_limit"], int | float) and p["time_limit"] >= 0):
@@ -198,7 +204,7 @@ class PosthocPTR(Mechanism):
             "variant": p["variant"],
             "alpha": p["alpha"],
             "obf_epochs": p["obf_epochs"],
-            "code": source_digest("mechanisms.posthoc.models"),
+            "code": code_digest("mechanisms.posthoc.models"),
         }
 
         def build_obf() -> dict[str, Any]:
@@ -236,7 +242,8 @@ class PosthocPTR(Mechanism):
                 **self.model_key,
                 "R": radius,
                 "n_calib": p["n_calib"],
-                "certify_code": source_digest(*_CODE),
+                "certify_code": code_digest(*_CODE),
+                "solver": p["solver"],
                 "time_limit": p["time_limit"],
                 "node_limit": p["node_limit"],
             },
@@ -276,7 +283,7 @@ class PosthocPTR(Mechanism):
             "artifact": "posthoc-region",
             **self.model_key,
             "cfg": repr(self.cfg),
-            "certify_code": source_digest(*_CODE),
+            "certify_code": code_digest(*_CODE),
         }
         z = to_cpu(z_train).double().numpy()
         return self.ctx.cache.get_or_build(
@@ -329,13 +336,13 @@ class PosthocPTR(Mechanism):
         release the same queries (mechanisms/posthoc/decisions.py); else they are made here,
         from the memoised certifiers."""
         if any(row.tobytes() in self._certifiers for row in rows):
-            return [ptr_test(self.certifier(row), z) for row, z in zip(rows, noise, strict=True)]
+            return test_queries(rows, noise, self.certifier)
         recipe = {
             "artifact": "posthoc-ptr-decisions",
             **self.model_key,
             "cfg": repr(self.cfg),
             "region": repr(self.region),
-            "certify_code": source_digest(*_CODE, "mechanisms.posthoc.decisions"),
+            "certify_code": code_digest(*_CODE, "mechanisms.posthoc.decisions"),
             "queries": queries_digest(rows, noise),
         }
         stored = self.ctx.cache.get_or_build(

@@ -95,7 +95,7 @@ class PTRConfig:
     delta_p: float
     r_max: float
     time_limit: float | None = None  # seconds per search; None: node budgets alone decide
-    solver: str = "auto"
+    solver: str = "highs"  # a node-limited decision depends on it (bench.certify.milp)
     out_norm: OutNorm = "l1"
     samples: int = 64
     node_limit: int | None = 5000

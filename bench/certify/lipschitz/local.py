@@ -217,7 +217,7 @@ def local_lipschitz(
     out_norm: OutNorm = "l1",
     *,
     time_limit: float | None = None,
-    solver: str = "auto",
+    solver: str = "highs",
     threshold: float | None = None,
     samples: int = 32,
     seed: int = 0,

@@ -69,7 +69,7 @@ class PatternSearchResult:
 class _Part:
     """One box: certified pre-activation bounds, its unstable neurons and pattern scores."""
 
-    def __init__(self, net: ReluMLP, lo: np.ndarray, hi: np.ndarray, out_norm: OutNorm) -> None:
+    def __init__(self, net: ReluMLP, lo: np.ndarray, hi: np.ndarray) -> None:
         self.lo, self.hi = lo, hi
         self.pre = preactivation_bounds(net, (lo + hi) / 2, (hi - lo) / 2)
         self.free = [
@@ -345,7 +345,7 @@ def exact_by_patterns(
     def push(lo: np.ndarray, hi: np.ndarray) -> None:
         nonlocal parts
         parts += 1
-        part = _Part(net, lo, hi, out_norm)
+        part = _Part(net, lo, hi)
         heapq.heappush(heap, (-part.bound(net, out_norm, max_free), next(counter), part))
 
     def result(upper: float, status: str) -> PatternSearchResult:

@@ -2,7 +2,7 @@
 (interval big-M, both output signs), bench's MILP (DeepPoly bounds, c_0 = 1) on Gurobi and
 on HiGHS, and bench's activation-pattern search, one after another on one thread.
 
-Usage (repository root, package installed; gurobipy optional): python compare.py OUT.jsonl
+Usage (repository root, package installed; it installs gurobipy): python compare.py OUT.jsonl
 Nets as in REFERENCE.md: W, b ~ U(+-1/sqrt(fan_in)), centre ~ U(-1, 1)^n, seeds 0-4."""
 
 from __future__ import annotations
