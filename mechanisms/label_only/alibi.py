@@ -19,7 +19,6 @@ unlike dp-sgd this is not DP over whole records (docs/lucid.md).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -28,7 +27,8 @@ from torch import nn
 
 from bench.device import CPU, module_device, to_cpu, to_device
 from bench.errors import ConfigError
-from bench.hashing import derive_seed, files_digest, seeded_init
+from bench.hashing import derive_seed, seeded_init
+from bench.jobs import code_digest
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.label_only import tuning
@@ -203,9 +203,7 @@ class Alibi(LabelOnlyMechanism):
         self.num_classes = task.num_classes
         self.memory = {}
         train = task.splits().train
-        code = files_digest(
-            [Path(__file__), Path(__file__).with_name("dp_sgd.py"), Path(tuning.__file__)]
-        )
+        code = code_digest(__name__, "mechanisms.label_only.dp_sgd", tuning.__name__)
         self.tuning: Choice | None = None
         lr, epochs = LR, epochs_of(task)
         if self.params["tune"]:  # lr and epochs chosen on public aux data (tuning.py)

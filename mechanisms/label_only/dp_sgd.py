@@ -13,7 +13,6 @@ device's global generator, seeded per network.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -22,7 +21,8 @@ from torch import nn
 
 from bench.device import CPU, forked_rng, to_device
 from bench.errors import ConfigError
-from bench.hashing import derive_seed, files_digest, seeded_init
+from bench.hashing import derive_seed, seeded_init
+from bench.jobs import code_digest
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.label_only import tuning
@@ -140,7 +140,7 @@ class DPSGD(LabelOnlyMechanism):
         self._task = task
         train = task.splits().train
         epochs = int(task.config().get("train_epochs", 30))
-        code = files_digest([Path(__file__), Path(tuning.__file__)])
+        code = code_digest(__name__, tuning.__name__)  # and the project code below them
         self.tuning: Choice | None = None
         lr = LR
         if self.params["tune"]:  # lr and epochs chosen on public aux data (tuning.py)

@@ -13,7 +13,6 @@ that the bound would have let through unnoised; 1.0 means none was found.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -27,7 +26,8 @@ from bench.certify.idp.bound import VARIANTS, decision_bound, dense_layers
 from bench.certify.idp.diff import differential_bound
 from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
-from bench.hashing import derive_seed, files_digest
+from bench.hashing import derive_seed
+from bench.jobs import code_digest
 from bench.metrics.stats import summarize
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
@@ -51,7 +51,8 @@ PROBE_SEARCH_STEPS = 50
 
 
 def _code_digest(*modules: Any) -> str:
-    return files_digest([Path(m.__file__) for m in modules])
+    """Code version of `modules` and of the project code below them (bench.jobs.code_digest)."""
+    return code_digest(*(m.__name__ for m in modules))
 
 
 def loo_recipe(task: Task, ctx: FitContext, tune: bool) -> tuple[LooRecipe, Choice | None]:
