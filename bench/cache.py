@@ -7,6 +7,9 @@ workers build an artifact once. The time an artifact took to build is stored wit
 so a job's reported fit cost is the same whether the artifact was built or reused.
 Artifacts are read onto the CPU whatever device built them (the job moves them to its own);
 one built on an accelerator is keyed by its device kind, as its floats differ from the CPU's.
+An entry is also keyed by the code that builds it: the project modules of the caller and of
+the build function, followed through their imports (bench.codeversion), so an edit to any
+helper below them rebuilds the artifact instead of handing out one the old code made.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import io
 import math
 import pickle
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,10 +29,12 @@ from typing import Any
 
 import torch
 
+from bench.codeversion import code_digest
 from bench.device import CPU, device_kind, to_cpu
 from bench.errors import ConfigError
 from bench.fsutil import atomic_write
 from bench.hashing import digest, seeded_init
+from bench.project import in_project
 
 
 class ArtifactCache:
@@ -56,6 +62,15 @@ class ArtifactCache:
             keyed["device"] = kind
         return digest(keyed, length=24)
 
+    @staticmethod
+    def entry_key(key: str, modules: tuple[str, ...]) -> str:
+        """Where the artifact of recipe key `key`, built by code in `modules`, is stored: the
+        key and the code version of those modules and all they import. The build is seeded
+        by `key` alone, so the same code rebuilds the same artifact in a cold cache."""
+        if not modules:
+            return key
+        return digest({"key": key, "code": code_digest(*modules, skip_audit=False)}, length=24)
+
     @contextmanager
     def _locked(self, key: str) -> Iterator[Path]:
         entry = self.root / key
@@ -76,11 +91,12 @@ class ArtifactCache:
     def get_or_build(self, recipe: dict[str, Any], build: Callable[[], Any]) -> Any:
         """Load the artifact for `recipe`, building and storing it first if needed."""
         key = self.key(recipe)
+        entry_key = self.entry_key(key, _builder_modules(build, sys._getframe(1)))
         start = time.perf_counter()
         outermost = self._depth == 0
         self._depth += 1
         try:
-            with self._locked(key) as entry:
+            with self._locked(entry_key) as entry:
                 stored = self._read(entry)
                 if stored is not None:
                     found, took = stored
@@ -128,3 +144,12 @@ class ArtifactCache:
         atomic_write(entry / "build_seconds", f"{build_seconds:.6f}".encode())
         atomic_write(entry / "artifact.pt", blob)
         atomic_write(entry / "artifact.sha256", hashlib.sha256(blob).hexdigest().encode())
+
+
+def _builder_modules(build: Callable[[], Any], caller: Any) -> tuple[str, ...]:
+    """The project modules whose code makes an artifact: the one calling get_or_build (it
+    writes the recipe and usually the build) and the one defining `build` (for a partial,
+    its function)."""
+    function = getattr(build, "func", build)  # functools.partial -> the function it wraps
+    names = {caller.f_globals.get("__name__"), getattr(function, "__module__", None)}
+    return tuple(sorted(n for n in names if isinstance(n, str) and in_project(n)))

@@ -7,14 +7,15 @@ it already holds, which is what makes reruns free and interrupted runs resumable
 
 from __future__ import annotations
 
-import inspect
-import sys
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from bench.codeversion import AUDIT_PACKAGE, module_files
+from bench.codeversion import RESULT_NEUTRAL as RESULT_NEUTRAL  # re-exported (tests)
+from bench.codeversion import code_digest as code_digest  # re-exported (mechanisms)
+from bench.codeversion import code_files as code_files  # re-exported (tests)
 from bench.device import device_kind, jobs_device
 from bench.errors import ConfigError
 from bench.hashing import digest, files_digest
@@ -33,25 +34,6 @@ _HARNESS = (
     "bench.metrics.reconstruction",
     "bench.metrics.utility",
     "bench.metrics.stats",
-)
-# The privacy audit runs in utility jobs only (bench.evaluate), so only their code version
-# covers it: a better audit re-runs the cheap utility jobs, not the attacks.
-_AUDIT_PACKAGE = "bench.certify.audit"
-# Modules that decide which jobs exist, find components by name, parse suite files, store
-# artifacts and word errors, but compute no number a job reports. They are left out of the
-# code version (and their imports are not followed), so hardening them re-runs nothing:
-# what they decide about a job is hashed as data (the resolved config, the task version
-# and the data fingerprint), and the artifact cache keys each artifact by its own recipe.
-RESULT_NEUTRAL = frozenset(
-    {
-        "bench.errors",
-        "bench.fsutil",
-        "bench.registry",
-        "bench.suite",
-        "bench.jobs",
-        "bench.cache",
-        "bench.project",
-    }
 )
 
 
@@ -111,43 +93,6 @@ class Job:
         return f"{self.task} / {self.mechanism}({params}){tail} / seed {self.seed}"
 
 
-def _project_imports(module: ModuleType) -> set[str]:
-    """Names of the project modules whose names `module` imports (or which it imports)."""
-    owners: set[str] = set()
-    for value in vars(module).values():
-        owner = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
-        if isinstance(owner, str) and in_project(owner) and owner in sys.modules:
-            owners.add(owner)
-    return owners
-
-
-@cache
-def _module_files(module_name: str, skip_audit: bool = False) -> frozenset[Path]:
-    """Source files of a module and, transitively, of every project module it draws on,
-    so an edit anywhere below a mechanism (a helper of a helper) changes its code hash.
-    Result-neutral modules (and, with `skip_audit`, the audit package) are not followed."""
-    if module_name not in sys.modules:
-        __import__(module_name)
-    files: set[Path] = set()
-    seen: set[str] = set()
-    pending = [module_name]
-    while pending:
-        name = pending.pop()
-        if name in seen or _excluded(name, skip_audit):
-            continue
-        seen.add(name)
-        src = getattr(sys.modules[name], "__file__", None)
-        if src:
-            files.add(Path(src))
-        pending.extend(_project_imports(sys.modules[name]) - seen)
-    return frozenset(files)
-
-
-def _excluded(module_name: str, skip_audit: bool) -> bool:
-    audit = module_name == _AUDIT_PACKAGE or module_name.startswith(_AUDIT_PACKAGE + ".")
-    return module_name in RESULT_NEUTRAL or (skip_audit and audit)
-
-
 def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
     """The source files a job's code version covers: the modules of each class and its
     project base classes, what they import from the project, and the harness modules;
@@ -157,26 +102,12 @@ def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
     for cls in classes:
         for base in cls.__mro__:
             if in_project(base.__module__):
-                files |= _module_files(base.__module__, skip_audit)
+                files |= module_files(base.__module__, skip_audit)
     for module_name in _HARNESS:
-        files |= _module_files(module_name, skip_audit)
+        files |= module_files(module_name, skip_audit)
     if audited:
-        files |= _module_files(f"{_AUDIT_PACKAGE}.core")
+        files |= module_files(f"{AUDIT_PACKAGE}.core")
     return files
-
-
-def code_files(*module_names: str) -> frozenset[Path]:
-    """Source files of modules and, transitively, of every project module they draw on (the
-    audit excepted)."""
-    return frozenset().union(*(_module_files(name, skip_audit=True) for name in module_names))
-
-
-@cache
-def code_digest(*module_names: str) -> str:
-    """`files_digest` of `code_files`, for the code part of an artifact recipe: an edit
-    anywhere below the code that builds an artifact re-keys it, as it re-hashes the jobs
-    that use it."""
-    return files_digest(sorted(code_files(*module_names)))
 
 
 @cache

@@ -74,8 +74,8 @@ def test_posthoc_suites_expand_and_hash_their_code() -> None:
     import inspect
 
     cls = MECHANISMS.get("posthoc-ptr")
-    from bench.jobs import _module_files
+    from bench.codeversion import module_files
 
-    files = {p.name for p in _module_files(cls.__module__)}
+    files = {p.name for p in module_files(cls.__module__)}
     assert {"milp.py", "local.py", "ptr.py", "models.py", "mechanism.py"} <= files
     assert inspect.getfile(cls).endswith("mechanism.py") and code_hash_of(cls)

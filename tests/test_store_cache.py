@@ -94,3 +94,44 @@ def test_an_artifact_does_not_depend_on_the_global_rng_state_before_it(tmp_path)
         torch.rand(before)
         assert torch.equal(after, torch.rand(1))  # the caller's stream is untouched
     assert torch.equal(built[0], built[1])
+
+
+def test_an_artifact_is_rebuilt_when_the_code_below_its_builder_changes(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached artifact made by project code is handed out only to the same code: a new
+    version of the builder's modules (any helper they import) gets a new entry, built with
+    the seed of the unchanged recipe, so the same code rebuilds the same artifact."""
+    import torch
+
+    from bench import cache as cache_module
+
+    version = {"now": "old"}
+    monkeypatch.setattr(cache_module, "_builder_modules", lambda build, caller: ("bench.x",))
+    monkeypatch.setattr(cache_module, "code_digest", lambda *m, **k: version["now"])
+    builds: list[torch.Tensor] = []
+
+    def build() -> torch.Tensor:
+        builds.append(torch.rand(3))  # from the global RNG, which the recipe's key seeds
+        return builds[-1]
+
+    cache = ArtifactCache(tmp_path)
+    first = cache.get_or_build({"k": 1}, build)
+    assert torch.equal(cache.get_or_build({"k": 1}, build), first) and len(builds) == 1
+    version["now"] = "new"
+    assert torch.equal(cache.get_or_build({"k": 1}, build), first) and len(builds) == 2
+
+
+def test_the_builder_modules_are_the_project_code_that_makes_the_artifact(tmp_path) -> None:
+    import functools
+    import sys
+
+    from bench.cache import _builder_modules
+    from bench.hashing import derive_seed
+
+    here = sys._getframe()  # a test module: not project code, so not part of the key
+    assert _builder_modules(lambda: 0, here) == ()
+    assert _builder_modules(functools.partial(derive_seed, 1, "x"), here) == ("bench.hashing",)
+    key = ArtifactCache(tmp_path).key({"k": 1})
+    assert ArtifactCache.entry_key(key, ()) == key
+    assert ArtifactCache.entry_key(key, ("bench.hashing",)) != key

@@ -57,12 +57,12 @@ def test_job_hash_is_stable_and_sensitive_to_config() -> None:
 def test_code_hash_covers_modules_a_mechanism_reaches_indirectly() -> None:
     import mechanisms.noise.input_noise
     import mechanisms.noise.lipschitz_nets
-    from bench.jobs import _module_files
+    from bench.codeversion import module_files
 
     # input_noise -> served_models -> lipschitz_nets: an edit two imports down must still
     # change the hash of a gauss-input job.
     assert "lipschitz_nets" not in vars(mechanisms.noise.input_noise)
-    files = {p.name for p in _module_files("mechanisms.noise.input_noise")}
+    files = {p.name for p in module_files("mechanisms.noise.input_noise")}
     assert {"input_noise.py", "served_models.py", "lipschitz_nets.py", "calibration.py"} <= files
     assert mechanisms.noise.lipschitz_nets.__file__ is not None
 
