@@ -64,6 +64,21 @@ def coupled_bound(
     return float(total.max()) * (1 + 1e-9)
 
 
+def sampled_box(seed: int) -> tuple:
+    """One net of the row: (net, centre, pre-activation bounds, stable-on and unstable masks
+    per hidden layer, SAMPLES uniform points of the box, their layer-1 and layer-2
+    pre-activations)."""
+    net = random_net(SIZES, seed)
+    c = np.random.default_rng(seed).uniform(-1, 1, SIZES[0])
+    pre = preactivation_bounds(net, c, RADIUS)
+    on = [(lo >= 0).astype(float) for lo, _ in pre]
+    free = [((lo < 0) & (hi > 0)).astype(float) for lo, hi in pre]
+    x = c + np.random.default_rng(1).uniform(-RADIUS, RADIUS, (SAMPLES, SIZES[0]))
+    z1 = x @ net.weights[0].T + net.biases[0]
+    z2 = np.maximum(z1, 0) @ net.weights[1].T + net.biases[1]
+    return net, c, pre, on, free, x, z1, z2
+
+
 def main() -> None:
     print(
         "seed | unstable (layer 1, 2) | layer-1 patterns seen | full patterns seen | "
@@ -71,14 +86,7 @@ def main() -> None:
         "largest norm seen, layer 1 fixed | their layer-2 unstable neurons (median)"
     )
     for seed in range(5):
-        net = random_net(SIZES, seed)
-        c = np.random.default_rng(seed).uniform(-1, 1, SIZES[0])
-        pre = preactivation_bounds(net, c, RADIUS)
-        on = [(lo >= 0).astype(float) for lo, _ in pre]
-        free = [((lo < 0) & (hi > 0)).astype(float) for lo, hi in pre]
-        x = c + np.random.default_rng(1).uniform(-RADIUS, RADIUS, (SAMPLES, SIZES[0]))
-        z1 = x @ net.weights[0].T + net.biases[0]
-        z2 = np.maximum(z1, 0) @ net.weights[1].T + net.biases[1]
+        net, c, pre, on, free, x, z1, z2 = sampled_box(seed)
         f1 = np.flatnonzero(free[0])
         layer1 = np.unique(z1[:, f1] > 0, axis=0)
         full, first = np.unique(np.hstack([z1 > 0, z2 > 0]), axis=0, return_index=True)

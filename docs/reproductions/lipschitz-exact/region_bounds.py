@@ -22,11 +22,10 @@ from pathlib import Path
 import highspy
 import numpy as np
 
-from bench.certify.lipschitz.relu import ReluMLP, operator_norms, preactivation_bounds
-from tests.test_local_lipschitz import random_net
+from bench.certify.lipschitz.relu import ReluMLP, operator_norms
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hard_row import RADIUS, SAMPLES, SIZES, coupled_bound, sign_terms
+from hard_row import RADIUS, coupled_bound, sampled_box, sign_terms
 
 
 def region_lp(net: ReluMLP, c: np.ndarray, free1: np.ndarray, signs: np.ndarray) -> highspy.Highs:
@@ -57,14 +56,7 @@ def main(seeds: list[int]) -> None:
         "LPs | LP seconds | regions still above (region bounds)"
     )
     for seed in seeds:
-        net = random_net(SIZES, seed)
-        c = np.random.default_rng(seed).uniform(-1, 1, SIZES[0])
-        pre = preactivation_bounds(net, c, RADIUS)
-        on = [(lo >= 0).astype(float) for lo, _ in pre]
-        free = [((lo < 0) & (hi > 0)).astype(float) for lo, hi in pre]
-        x = c + np.random.default_rng(1).uniform(-RADIUS, RADIUS, (SAMPLES, SIZES[0]))
-        z1 = x @ net.weights[0].T + net.biases[0]
-        z2 = np.maximum(z1, 0) @ net.weights[1].T + net.biases[1]
+        net, c, pre, on, free, x, z1, z2 = sampled_box(seed)
         f1 = np.flatnonzero(free[0])
         rows, which = np.unique(z1[:, f1] > 0, axis=0, return_inverse=True)
         _, first = np.unique(np.hstack([z1 > 0, z2 > 0]), axis=0, return_index=True)
