@@ -142,3 +142,27 @@ def test_exact_fails_on_any_non_timing_difference_and_ignores_timings() -> None:
     wider = copy.deepcopy(BASE)
     wider["rows"][1]["metrics"]["mse"]["ci"] = [0.047, 0.053]  # same value, another CI
     assert not compare(BASE, wider, exact=True).ok
+
+
+def test_exact_holds_a_metric_without_a_spec_to_equality() -> None:
+    """--exact promises that not one number moved: a metric whose spec is not loaded (no
+    direction, so it cannot regress) is still compared value for value."""
+    base, cand = copy.deepcopy(BASE), copy.deepcopy(BASE)
+    base["rows"][0]["metrics"]["plugin_score"] = _m(1.0)
+    cand["rows"][0]["metrics"]["plugin_score"] = _m(0.1)
+    assert compare(base, cand).ok
+    report = compare(base, cand, exact=True)
+    assert not report.ok and [c.metric for c in report.differing] == ["plugin_score"]
+    assert compare(base, copy.deepcopy(base), exact=True).ok
+
+
+def test_metrics_that_mechanisms_register_are_compared() -> None:
+    """Posthoc's local_lipschitz is registered when its module is imported; compare loads
+    the registries, so it is compared (lower is better) rather than skipped as unknown."""
+    base, cand = copy.deepcopy(BASE), copy.deepcopy(BASE)
+    base["rows"][0]["metrics"]["local_lipschitz"] = _m(1.0)
+    cand["rows"][0]["metrics"]["local_lipschitz"] = _m(1.0)
+    report = compare(base, cand, exact=True)
+    assert report.ok and "local_lipschitz" not in report.unknown_metrics
+    cand["rows"][0]["metrics"]["local_lipschitz"] = _m(2.0)  # worse: a regression
+    assert [c.metric for c in compare(base, cand).regressions] == ["local_lipschitz"]

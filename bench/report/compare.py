@@ -9,10 +9,14 @@ Baseline rows, or metrics of a row, that the candidate lacks fail the comparison
 
 Every non-timing metric whose value or CI differs at all is counted too; `exact=True`
 (`bench compare --exact`) fails on any such difference, for changes that must not move a
-single number (a refactor, a re-run of the same code). Settings where an accelerator job
-ran an op without a deterministic kernel (`nondeterministic_ops` > 0 on a row of theirs, in
-either leaderboard; bench.device) cannot promise that: their metrics count as different only
-beyond their tolerance. The flag itself is not compared (a CPU board has none).
+single number (a refactor, a re-run of the same code). Metrics that components register
+when imported (Posthoc's `delta_p`, `local_lipschitz`, ...) are known once the registries
+load, which `compare` makes them do; a metric still unknown (a plug-in not installed here)
+has no direction, so it cannot regress, but under `exact` its value and CI must be equal.
+Settings where an accelerator job ran an op without a deterministic kernel
+(`nondeterministic_ops` > 0 on a row of theirs, in either leaderboard; bench.device) cannot
+promise that: their metrics count as different only beyond their tolerance. The flag itself
+is not compared (a CPU board has none).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.errors import ConfigError
+from bench.errors import BenchError, ConfigError
 from bench.metrics import METRICS, NONDETERMINISTIC_OPS, metric_spec
 from bench.report.keys import RowKey, row_key
 from bench.report.provenance import check_comparable
@@ -190,11 +194,15 @@ def _compare_row(
         if name not in cand["metrics"]:
             report.missing.append(Missing(key, name))
             continue
+        b, c = base["metrics"][name], cand["metrics"][name]
         if name not in METRICS:
             unknown.add(name)
+            if report.exact:  # no direction, but the same code must give the same number
+                report.compared += 1
+                if (b["value"], list(b["ci"])) != (c["value"], list(c["ci"])):
+                    report.differing.append(_unknown_change(key, name, b, c))
             continue
         tol = _tolerance_for(name, *tolerances)
-        b, c = base["metrics"][name], cand["metrics"][name]
         verdict, change = _classify(key, name, b, c, tol)
         if METRICS[name].kind != "cost":
             report.compared += 1
@@ -209,6 +217,25 @@ def _compare_row(
         elif verdict == "improvement":
             report.improvements.append(change)
     report.unknown_metrics = sorted(unknown)
+
+
+def _unknown_change(
+    key: RowKey, name: str, base: dict[str, Any], cand: dict[str, Any]
+) -> MetricChange:
+    lo, hi = (float(v) for v in base["ci"])
+    return MetricChange(key, name, float(base["value"]), (lo, hi), float(cand["value"]), 0.0)
+
+
+def _load_component_metrics() -> None:
+    """Import the registered tasks, mechanisms and attacks, so the metrics they register
+    have their specs; a plug-in that fails to import leaves its metrics unknown."""
+    from bench.registry import ATTACKS, MECHANISMS, TASKS
+
+    for registry in (TASKS, MECHANISMS, ATTACKS):
+        try:
+            registry.names()
+        except BenchError:
+            continue
 
 
 def compare(
@@ -229,6 +256,7 @@ def compare(
     """
 
     check_comparable(baseline, candidate)
+    _load_component_metrics()
     tolerances = (tolerance, dict(metric_tolerances or {}), cost_tolerance)
     base_rows, cand_rows = _index(baseline), _index(candidate)
     loose = nondeterministic_settings(baseline, candidate)
