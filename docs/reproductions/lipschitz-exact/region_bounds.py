@@ -25,7 +25,7 @@ import numpy as np
 from bench.certify.lipschitz.relu import ReluMLP, operator_norms
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hard_row import RADIUS, coupled_bound, sampled_box, sign_terms
+from hard_row import RADIUS, CoupledBound, sampled_box
 
 
 def region_lp(net: ReluMLP, c: np.ndarray, free1: np.ndarray, signs: np.ndarray) -> highspy.Highs:
@@ -61,7 +61,7 @@ def main(seeds: list[int]) -> None:
         rows, which = np.unique(z1[:, f1] > 0, axis=0, return_inverse=True)
         _, first = np.unique(np.hstack([z1 > 0, z2 > 0]), axis=0, return_index=True)
         seen = float(operator_norms(net.jacobians(x[first]), "l1").max())
-        terms = sign_terms(net)
+        coupled = CoupledBound(net)
         w1, w2, b1, b2 = net.weights[0], net.weights[1], net.biases[0], net.biases[1]
         above = still = lps = 0
         box_free, region_free, lp_seconds = [], [], 0.0
@@ -73,7 +73,7 @@ def main(seeds: list[int]) -> None:
             lo, hi = np.maximum(mid - rad, pre[1][0]), np.minimum(mid + rad, pre[1][1])
             free2 = (lo < 0) & (hi > 0)
             on2 = lo >= 0
-            if coupled_bound(net, terms, [on1, on2.astype(float)], [0 * on1, free2 * 1.0]) <= seen:
+            if coupled([on1, on2.astype(float)], [0 * on1, free2 * 1.0]) <= seen:
                 continue
             above += 1
             box_free.append(int(free2.sum()))
@@ -92,7 +92,7 @@ def main(seeds: list[int]) -> None:
                 free2[k] = crosses
             lp_seconds += time.perf_counter() - start
             region_free.append(int(free2.sum()))
-            bound = coupled_bound(net, terms, [on1, on2.astype(float)], [0 * on1, free2 * 1.0])
+            bound = coupled([on1, on2.astype(float)], [0 * on1, free2 * 1.0])
             still += bound > seen
         print(
             f"{seed} | {above} | {int(np.median(box_free))} -> {int(np.median(region_free))} | "

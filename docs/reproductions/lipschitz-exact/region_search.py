@@ -37,31 +37,9 @@ from bench.certify.lipschitz.relu import ReluMLP, check_box, operator_norms
 from tests.test_local_lipschitz import random_net
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hard_row import RADIUS, SIZES, sign_vectors
+from hard_row import RADIUS, SIZES, CoupledBound
 
 TIME_LIMIT, SAMPLES = 60.0, 20_000
-
-
-class CoupledBound:
-    """hard_row.coupled_bound with the sign-vector products of one net precomputed."""
-
-    def __init__(self, net: ReluMLP) -> None:
-        w1, w2, w3 = net.weights
-        self.a = w1 @ sign_vectors(w1.shape[1], False)
-        self.a_neg, self.a_pos = np.minimum(self.a, 0), np.maximum(self.a, 0)
-        g = (w3.T @ sign_vectors(w3.shape[0], True)).T
-        self.g_pos, self.g_neg = np.maximum(g, 0), np.minimum(g, 0)
-        self.w2_pos, self.w2_neg = np.maximum(w2, 0), np.minimum(w2, 0)
-
-    def __call__(self, on: list[np.ndarray], free: list[np.ndarray]) -> float:
-        t_lo = on[0][:, None] * self.a + free[0][:, None] * self.a_neg
-        t_hi = on[0][:, None] * self.a + free[0][:, None] * self.a_pos
-        h_lo = self.w2_pos @ t_lo + self.w2_neg @ t_hi
-        h_hi = self.w2_pos @ t_hi + self.w2_neg @ t_lo
-        total = (self.g_pos * on[1]) @ h_hi + (self.g_neg * on[1]) @ h_lo
-        total += (self.g_pos * free[1]) @ np.maximum(h_hi, 0)
-        total += (self.g_neg * free[1]) @ np.minimum(h_lo, 0)
-        return float(total.max()) * (1 + 1e-9) + 1e-12  # rounding slack: a bound only prunes
 
 
 def sampled_lower_bound(net: ReluMLP, c: np.ndarray, radius: float) -> float:
