@@ -102,6 +102,7 @@ def test_a_spent_budget_keeps_sound_bounds() -> None:
 
 
 def test_local_lipschitz_picks_the_pattern_search_on_small_boxes() -> None:
+    """Few unstable neurons: patterns; more, two hidden layers: regions; deeper: MILP."""
     net = random_net([8, 8, 8, 8], 1)
     center = np.random.default_rng(1).uniform(-1, 1, 8)
     auto = local_lipschitz(net, center, 0.5, "l1")
@@ -113,7 +114,10 @@ def test_local_lipschitz_picks_the_pattern_search_on_small_boxes() -> None:
     pre = preactivation_bounds(wider, center, 1.0)
     assert sum(int(((lo < 0) & (hi > 0)).sum()) for lo, hi in pre) > PATTERN_MAX_FREE
     wide = local_lipschitz(wider, center, 1.0, "l1", time_limit=2, solver="highs")
-    assert wide.method == "milp" and wide.upper >= wide.lower
+    assert wide.method == "regions" and wide.upper >= wide.lower  # two hidden layers
+    deeper = random_net([8, 16, 16, 16, 8], 1)
+    deep = local_lipschitz(deeper, center, 1.0, "l1", time_limit=2, solver="highs")
+    assert deep.method == "milp" and deep.upper >= deep.lower
     with pytest.raises(ConfigError, match="method"):
         local_lipschitz(net, center, 0.5, "l1", method="lipmip")  # type: ignore[arg-type]
 

@@ -21,8 +21,9 @@ report as a guarantee is the solver's certified (dual) bound, never its incumben
 
 `local_lipschitz` tries the cheap sound bounds of relu.py first (`upper_bound`: interval
 backward pass, product of layer norms; `lower_bound`: Jacobian norms at points of the box),
-then an exact method: this MILP, or the activation-pattern search of patterns.py, which
-finds the same value far faster on boxes with few unstable neurons.
+then an exact method: this MILP, the activation-pattern search of patterns.py, which finds
+the same value far faster on boxes with few unstable neurons, or the region search of
+regions.py, which solves two-hidden-layer nets that neither finishes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ import torch
 from torch import nn
 
 from bench.certify.lipschitz import patterns as _patterns
+from bench.certify.lipschitz import regions as _regions
+from bench.certify.lipschitz.coupled import MAX_PAIRS_LOG2
 from bench.certify.lipschitz.patterns import PATTERN_MAX_FREE
 from bench.certify.lipschitz.relu import (
     ENUM_MAX_K,
@@ -81,8 +84,8 @@ __all__ = [
     "upper_bound",
 ]
 
-Method = Literal["auto", "patterns", "milp"]
-METHODS = ("auto", "patterns", "milp")
+Method = Literal["auto", "patterns", "regions", "milp"]
+METHODS = ("auto", "patterns", "regions", "milp")
 
 
 def build_milp(
@@ -203,7 +206,7 @@ class LipschitzResult:
     upper: float
     lower: float
     exact: bool
-    method: str  # "milp", "patterns", "bounds" (cheap bounds settled it)
+    method: str  # "milp", "patterns", "regions", "bounds" (cheap bounds settled it)
     solver: str | None = None
     seconds: float = 0.0
     status: str = "optimal"
@@ -229,9 +232,11 @@ def local_lipschitz(
 
     `method`: "milp" is LipMIP's MILP as the Posthoc PTR path has always solved it (its
     committed numbers rest on it); "patterns" is the activation-pattern search
-    (bench.certify.lipschitz.patterns), exact and far faster on small nets; "auto" uses the
-    pattern search when the box leaves at most PATTERN_MAX_FREE neurons unstable, else the
-    MILP with the c_0 = 1 symmetry fixed. `node_limit` applies to the MILP only."""
+    (bench.certify.lipschitz.patterns), exact and far faster on small nets; "regions" is the
+    region search (bench.certify.lipschitz.regions: two hidden layers, l_inf -> l_1), which
+    solves nets too large for both; "auto" uses the pattern search when the box leaves at
+    most PATTERN_MAX_FREE neurons unstable, else the region search where it applies, else
+    the MILP with the c_0 = 1 symmetry fixed. `node_limit` applies to the MILP only."""
     if method not in METHODS:
         raise ConfigError(f"local Lipschitz method must be one of {METHODS}, got {method!r}")
     c = check_box(net, center, radius)
@@ -254,6 +259,19 @@ def local_lipschitz(
             found.seconds,
             found.status,
         )
+    if method == "regions" or (method == "auto" and _regions_fit(net, out_norm)):
+        found_r = _regions.exact_by_regions(
+            net, c, radius, time_limit=time_limit, threshold=threshold, floor=lb
+        )
+        return LipschitzResult(
+            min(ub, found_r.upper),
+            found_r.lower,
+            found_r.exact,
+            "regions",
+            "highs",
+            found_r.seconds,
+            found_r.status,
+        )
     result = build_milp(net, c, radius, out_norm, symmetric=method == "auto").solve(
         time_limit=time_limit, solver=solver, threshold=threshold, node_limit=node_limit
     )
@@ -266,6 +284,13 @@ def _patterns_fit(net: ReluMLP, center: np.ndarray, radius: Radius, out_norm: Ou
         return False
     pre = preactivation_bounds(net, center, radius)
     return sum(int(((lo < 0) & (hi > 0)).sum()) for lo, hi in pre) <= PATTERN_MAX_FREE
+
+
+def _regions_fit(net: ReluMLP, out_norm: OutNorm) -> bool:
+    """Whether the region search covers this net: two hidden layers, l_inf -> l_1, and
+    few enough input and output signs to enumerate (coupled.py)."""
+    n, k = net.in_dim, net.out_dim
+    return len(net.weights) == 3 and out_norm == "l1" and n + k - 1 <= MAX_PAIRS_LOG2
 
 
 def _from_milp(result: MILPResult, ub: float, lb: float, in_dim: int) -> LipschitzResult:

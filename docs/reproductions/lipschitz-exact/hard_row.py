@@ -14,7 +14,8 @@ The coupled bound. ||J||_{inf -> 1} = max over u in {-1,1}^n, v in {-1,1}^k of v
 With J = W_3 D_2 W_2 D_1 W_1, fixed (u, v), g = W_3^T v and h = W_2 D_1 W_1 u:
 v^T J u = sum_j d2_j g_j h_j. Gates not fixed give d in [0, 1]: h goes to an interval
 (exact when layer 1 is fixed) and each term to its largest value on it, so the bound is
-exact over layer 2's completions once layer 1 is fixed (reachability aside).
+exact over layer 2's completions once layer 1 is fixed (reachability aside). It is
+bench.certify.lipschitz.coupled.CoupledBound, the region search's node bound.
 
 Usage (repository root, package installed, about 4 minutes):
 PYTHONPATH=. python docs/reproductions/lipschitz-exact/hard_row.py
@@ -22,45 +23,13 @@ PYTHONPATH=. python docs/reproductions/lipschitz-exact/hard_row.py
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
-from bench.certify.lipschitz.relu import ReluMLP, operator_norms, preactivation_bounds
+from bench.certify.lipschitz.coupled import CoupledBound
+from bench.certify.lipschitz.relu import operator_norms, preactivation_bounds
 from tests.test_local_lipschitz import random_net
 
 SIZES, RADIUS, SAMPLES = [8, 32, 32, 8], 0.5, 400_000
-
-
-def sign_vectors(n: int, first_positive: bool) -> np.ndarray:
-    """All of {-1, 1}^n as columns (n, 2^n), or the half with a +1 first entry."""
-    s = np.array(list(itertools.product((-1.0, 1.0), repeat=n)))
-    return (s[s[:, 0] > 0] if first_positive else s).T
-
-
-class CoupledBound:
-    """max over (u, v) of sum_j max_{d2_j, h_j} d2_j g_j h_j for one two-hidden-layer net, with
-    a = W_1 u for all u in {-1, 1}^n and g = W_3^T v for the v with v_0 = +1 (v and -v give
-    the same norm) computed once. Called with `on` / `free` per hidden layer: 0/1 masks of the
-    gates fixed on and of the gates not fixed."""
-
-    def __init__(self, net: ReluMLP) -> None:
-        w1, w2, w3 = net.weights
-        self.a = w1 @ sign_vectors(w1.shape[1], False)
-        self.a_neg, self.a_pos = np.minimum(self.a, 0), np.maximum(self.a, 0)
-        g = (w3.T @ sign_vectors(w3.shape[0], True)).T
-        self.g_pos, self.g_neg = np.maximum(g, 0), np.minimum(g, 0)
-        self.w2_pos, self.w2_neg = np.maximum(w2, 0), np.minimum(w2, 0)
-
-    def __call__(self, on: list[np.ndarray], free: list[np.ndarray]) -> float:
-        t_lo = on[0][:, None] * self.a + free[0][:, None] * self.a_neg
-        t_hi = on[0][:, None] * self.a + free[0][:, None] * self.a_pos
-        h_lo = self.w2_pos @ t_lo + self.w2_neg @ t_hi
-        h_hi = self.w2_pos @ t_hi + self.w2_neg @ t_lo
-        total = (self.g_pos * on[1]) @ h_hi + (self.g_neg * on[1]) @ h_lo
-        total += (self.g_pos * free[1]) @ np.maximum(h_hi, 0)
-        total += (self.g_neg * free[1]) @ np.minimum(h_lo, 0)
-        return float(total.max()) * (1 + 1e-9) + 1e-12  # rounding slack: it bounds, prunes
 
 
 def sampled_box(seed: int) -> tuple:
@@ -91,7 +60,7 @@ def main() -> None:
         full, first = np.unique(np.hstack([z1 > 0, z2 > 0]), axis=0, return_index=True)
         seen = float(operator_norms(net.jacobians(x[first]), "l1").max())
         bound = CoupledBound(net)
-        root = bound(on, free)
+        root = bound(on, free)[0]
         w1, w2, b1, b2 = net.weights[0], net.weights[1], net.biases[0], net.biases[1]
         above, unstable2 = 0, []
         for row in layer1:
@@ -101,7 +70,7 @@ def main() -> None:
             mid, rad = a @ c + a0, np.abs(a).sum(1) * RADIUS
             lo, hi = np.maximum(mid - rad, pre[1][0]), np.minimum(mid + rad, pre[1][1])
             free2 = ((lo < 0) & (hi > 0)).astype(float)
-            if bound([on1, (lo >= 0).astype(float)], [0 * on1, free2]) > seen:
+            if bound([on1, (lo >= 0).astype(float)], [0 * on1, free2])[0] > seen:
                 above += 1
                 unstable2.append(int(free2.sum()))
         median = int(np.median(unstable2)) if unstable2 else 0

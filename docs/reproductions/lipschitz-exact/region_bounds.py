@@ -22,10 +22,11 @@ from pathlib import Path
 import highspy
 import numpy as np
 
+from bench.certify.lipschitz.coupled import CoupledBound
 from bench.certify.lipschitz.relu import ReluMLP, operator_norms
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hard_row import RADIUS, CoupledBound, sampled_box
+from hard_row import RADIUS, sampled_box
 
 
 def region_lp(net: ReluMLP, c: np.ndarray, free1: np.ndarray, signs: np.ndarray) -> highspy.Highs:
@@ -73,7 +74,7 @@ def main(seeds: list[int]) -> None:
             lo, hi = np.maximum(mid - rad, pre[1][0]), np.minimum(mid + rad, pre[1][1])
             free2 = (lo < 0) & (hi > 0)
             on2 = lo >= 0
-            if coupled([on1, on2.astype(float)], [0 * on1, free2 * 1.0]) <= seen:
+            if coupled([on1, on2.astype(float)], [0 * on1, free2 * 1.0])[0] <= seen:
                 continue
             above += 1
             box_free.append(int(free2.sum()))
@@ -92,7 +93,7 @@ def main(seeds: list[int]) -> None:
                 free2[k] = crosses
             lp_seconds += time.perf_counter() - start
             region_free.append(int(free2.sum()))
-            bound = coupled([on1, on2.astype(float)], [0 * on1, free2 * 1.0])
+            bound = coupled([on1, on2.astype(float)], [0 * on1, free2 * 1.0])[0]
             still += bound > seen
         print(
             f"{seed} | {above} | {int(np.median(box_free))} -> {int(np.median(region_free))} | "
