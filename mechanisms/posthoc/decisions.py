@@ -55,7 +55,7 @@ def queries_digest(rows: np.ndarray, noise: list[float]) -> str:
     return h.hexdigest()
 
 
-def test_queries(
+def run_query_tests(
     rows: np.ndarray, noise: list[float], certifier_of: Callable[[np.ndarray], Certifier]
 ) -> list[QueryDecision]:
     """Alg. 1's test for each query (row i with test noise noise[i]), in order, each asked of
@@ -66,7 +66,7 @@ def test_queries(
 def decide_queries(
     rows: np.ndarray, noise: list[float], new_certifier: Callable[[np.ndarray], Certifier]
 ) -> dict[str, Any]:
-    """`test_queries` with one certifier per distinct embedding started fresh; the decisions
+    """`run_query_tests` with one certifier per distinct embedding started fresh; the decisions
     and the certifiers' final states."""
     certs: dict[bytes, Certifier] = {}
 
@@ -76,7 +76,7 @@ def decide_queries(
             certs[key] = new_certifier(row)
         return certs[key]
 
-    decisions = test_queries(rows, noise, certifier_of)
+    decisions = run_query_tests(rows, noise, certifier_of)
     return {
         "decisions": [astuple(d) for d in decisions],
         "states": {key: CertifierState.of(cert) for key, cert in certs.items()},

@@ -29,7 +29,7 @@ from mechanisms.posthoc.decisions import (
     as_decisions,
     decide_queries,
     queries_digest,
-    test_queries,
+    run_query_tests,
 )
 from mechanisms.posthoc.models import (
     VARIANTS,
@@ -336,7 +336,7 @@ class PosthocPTR(Mechanism):
         release the same queries (mechanisms/posthoc/decisions.py); else they are made here,
         from the memoised certifiers."""
         if any(row.tobytes() in self._certifiers for row in rows):
-            return test_queries(rows, noise, self.certifier)
+            return run_query_tests(rows, noise, self.certifier)
         recipe = {
             "artifact": "posthoc-ptr-decisions",
             **self.model_key,
