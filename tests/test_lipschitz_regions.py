@@ -162,3 +162,17 @@ def test_a_threshold_stops_the_search_once_decided() -> None:
         found = exact_by_regions(net, center, 0.5, threshold=threshold)
         assert found.lower <= exact <= found.upper
         assert (found.upper <= threshold) or (found.lower > threshold)
+
+
+def test_a_solver_without_an_answer_proves_nothing() -> None:
+    """An LP stopped by a limit leaves the gate open: "never positive" only on the solver's
+    optimum or infeasibility, never on a status without an answer."""
+    rng = np.random.default_rng(1)
+    w, b = rng.normal(size=(12, 5)), rng.normal(size=12) * 0.3
+    ranges = LayerOneRanges(w, b, -np.ones(5), np.ones(5))
+    signs = np.zeros(12)
+    assert ranges.never_positive("gate", w[0], -100.0, signs) == (True, None)  # truly never
+    stopped = LayerOneRanges(w, b, -np.ones(5), np.ones(5))
+    stopped.h.setOptionValue("presolve", "off")
+    stopped.h.setOptionValue("simplex_iteration_limit", 0)
+    assert stopped.never_positive("gate", w[0], -100.0, signs) == (False, None)

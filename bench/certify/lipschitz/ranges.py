@@ -20,6 +20,8 @@ import numpy as np
 
 from bench.certify.lipschitz.patterns import MARGIN_TOL
 
+KEEP = 512  # certificates kept per key (the latest): trying them must cost less than an LP
+
 
 class LayerOneRanges:
     """The LP "max a.x over the box and the fixed layer-1 gates' half-spaces" in one HiGHS
@@ -57,7 +59,8 @@ class LayerOneRanges:
         self, key: Hashable, a: np.ndarray, a0: float, signs: np.ndarray
     ) -> tuple[bool, np.ndarray | None]:
         """(True, None) when a.x + a0 < 0 on the closed region of `signs` (+1 on, -1 off,
-        0 not fixed, per gate), else (False, a point of the region where it is >= -tol).
+        0 not fixed, per gate), else (False, a point of the region where it is >= -tol, or
+        None when the solver gave no answer: sound, the gate is just left open).
         `key` names the function family whose certificates are tried first."""
         known = self.certificates.get(key)
         if known is not None:
@@ -75,12 +78,16 @@ class LayerOneRanges:
         )
         h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), a)
         h.run()
-        if h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
+        status = h.getModelStatus()
+        if status == self._hs.HighsModelStatus.kInfeasible:
             return True, None  # the region itself is empty: vacuously never positive
+        if status != self._hs.HighsModelStatus.kOptimal:
+            return False, None  # no answer from the solver: assume it can be positive
         solution = h.getSolution()
         if h.getInfo().objective_function_value + a0 >= -MARGIN_TOL:
             return False, np.asarray(solution.col_value)
         mu = np.abs(np.asarray(solution.row_dual)) * signs
         if self._certified(mu[None], a, a0)[0]:
-            self.certificates[key] = mu[None] if known is None else np.vstack([known, mu])
+            kept = known[1 - KEEP :] if known is not None else np.empty((0, len(mu)))
+            self.certificates[key] = np.vstack([kept, mu])
         return True, None

@@ -268,7 +268,8 @@ class _Search:
                     if layer1 and self.propagate(state, [(gate, 1 - sign)]) is None:
                         return None
                     break
-                known = np.concatenate([known, self.points(x[None])])
+                if x is not None:
+                    known = np.concatenate([known, self.points(x[None])])
         return state, known
 
     # --- the search ---------------------------------------------------------------------
