@@ -3,9 +3,9 @@
 
 Usage (repository root, package installed):
 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python docs/reproductions/lipschitz-exact/region_search.py
-[SEED ...]; with --check, it compares itself with the pattern search on smaller shapes
-instead. One BLAS thread: the node bound is a few small matrix products, and BLAS threads
-competing for two cores make each one many times slower.
+[--time-limit S] [SEED ...]; with --check, it compares itself with the pattern search on
+smaller shapes instead. One BLAS thread: the node bound is a few small matrix products, and
+BLAS threads competing for two cores make each one many times slower.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ def net_and_centre(sizes: list[int], seed: int) -> tuple:
     return random_net(sizes, seed), np.random.default_rng(seed).uniform(-1, 1, sizes[0])
 
 
-def main(seeds: list[int]) -> None:
-    print(f"# region_search.py: {SIZES}, R = {RADIUS}, l_inf -> l_1, {TIME_LIMIT:.0f} s limit")
+def main(seeds: list[int], time_limit: float) -> None:
+    print(f"# region_search.py: {SIZES}, R = {RADIUS}, l_inf -> l_1, {time_limit:.0f} s limit")
     print("seed | upper (certified) | lower (attained) | exact | nodes | LPs | seconds")
     for seed in seeds:
-        r = exact_by_regions(*net_and_centre(SIZES, seed), RADIUS, time_limit=TIME_LIMIT)
+        r = exact_by_regions(*net_and_centre(SIZES, seed), RADIUS, time_limit=time_limit)
         print(
             f"{seed} | {r.upper:.6f} | {r.lower:.6f} | {r.exact} | {r.nodes} | {r.lps} | "
             f"{r.seconds:.1f}",
@@ -56,7 +56,13 @@ def check() -> None:
 
 
 if __name__ == "__main__":
-    if "--check" in sys.argv[1:]:
+    args = sys.argv[1:]
+    if "--check" in args:
         check()
     else:
-        main([int(s) for s in sys.argv[1:]] or list(range(5)))
+        limit = TIME_LIMIT
+        if "--time-limit" in args:
+            at = args.index("--time-limit")
+            limit = float(args[at + 1])
+            del args[at : at + 2]
+        main([int(s) for s in args] or list(range(5)), limit)
