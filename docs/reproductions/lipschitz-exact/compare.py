@@ -36,12 +36,14 @@ METHODS = [
 HARD = ([8, 32, 32, 8], 0.5)  # every MILP times out here: HiGHS is left out to save 10 min
 
 
-def solve(method: str, sizes: list[int], radius: float, seed: int) -> dict:
+def solve(
+    method: str, sizes: list[int], radius: float, seed: int, time_limit: float = TIME_LIMIT
+) -> dict:
     net = random_net(sizes, seed)
     center = np.random.default_rng(seed).uniform(-1, 1, sizes[0])
     start = time.perf_counter()
     if method == "patterns":
-        found = exact_by_patterns(net, center, radius, "l1", time_limit=TIME_LIMIT)
+        found = exact_by_patterns(net, center, radius, "l1", time_limit=time_limit)
         value, lower, status = found.upper, found.lower, found.status
     else:
         kind, solver = method.split("/")
@@ -53,7 +55,7 @@ def solve(method: str, sizes: list[int], radius: float, seed: int) -> dict:
             symmetric=kind == "bench-milp",
             interval_only=kind == "lipmip-style",
         )
-        res = milp.solve(time_limit=TIME_LIMIT, solver=solver)
+        res = milp.solve(time_limit=time_limit, solver=solver)
         value, lower, status = res.bound, res.incumbent, res.status
     return {
         "net": sizes,

@@ -1,6 +1,7 @@
 """The LipMIP-style baseline (interval big-M MILP, both output signs, Gurobi) on the hard
 row, [8,32,32,8] at R = 0.5, with a longer limit than compare.py's 60 s: how long LipMIP
-takes on the nets the region search solves (region_search.txt).
+takes on the nets the region search solves (region_search.txt). One net is compare.py's
+`solve` with the longer limit (its seconds include building the model).
 
 Usage (repository root, package installed):
 PYTHONPATH=. python docs/reproductions/lipschitz-exact/lipmip_long.py LIMIT_S SEED ...
@@ -9,12 +10,10 @@ PYTHONPATH=. python docs/reproductions/lipschitz-exact/lipmip_long.py LIMIT_S SE
 from __future__ import annotations
 
 import sys
-import time
+from pathlib import Path
 
-import numpy as np
-
-from bench.certify.lipschitz.local import build_milp
-from tests.test_local_lipschitz import random_net
+sys.path.insert(0, str(Path(__file__).parent))
+from compare import solve
 
 SIZES, RADIUS = [8, 32, 32, 8], 0.5
 
@@ -23,14 +22,11 @@ def main(limit: float, seeds: list[int]) -> None:
     print(f"# lipmip-style/gurobi on {SIZES}, R = {RADIUS}, {limit:.0f} s limit")
     print("seed | status | certified upper | incumbent | seconds")
     for seed in seeds:
-        net = random_net(SIZES, seed)
-        center = np.random.default_rng(seed).uniform(-1, 1, SIZES[0])
-        milp = build_milp(net, center, RADIUS, "l1", symmetric=False, interval_only=True)
-        start = time.perf_counter()
-        res = milp.solve(time_limit=limit, solver="gurobi")
-        seconds = time.perf_counter() - start
+        row = solve("lipmip-style/gurobi", SIZES, RADIUS, seed, time_limit=limit)
         print(
-            f"{seed} | {res.status} | {res.bound:.6f} | {res.incumbent} | {seconds:.1f}", flush=True
+            f"{seed} | {row['status']} | {row['upper']:.6f} | {row['lower']} | "
+            f"{row['seconds']:.1f}",
+            flush=True,
         )
 
 
