@@ -14,7 +14,7 @@ from bench.certify.lipschitz.local import (
     operator_norms,
     preactivation_bounds,
 )
-from bench.certify.lipschitz.patterns import _norm_bounds, _Part, exact_by_patterns
+from bench.certify.lipschitz.patterns import _norm_bounds, _Part, _ReachLP, exact_by_patterns
 from bench.errors import ConfigError
 from tests.test_local_lipschitz import CASES, brute_force, random_net
 
@@ -62,6 +62,22 @@ def test_unreachable_patterns_are_refuted() -> None:
     assert found.upper < 0.9 * ceiling
     points = center + np.random.default_rng(1).uniform(-0.5, 0.5, (2000, 8))
     assert operator_norms(net.jacobians(points), "l1").max() <= found.upper
+
+
+def test_a_reachability_lp_without_an_answer_refutes_nothing() -> None:
+    """Only an infeasible LP misses the part: a status without an answer (here an iteration
+    limit) keeps the block open and claims no interior point."""
+    net = random_net([8, 8, 8, 8], 2)
+    center = np.random.default_rng(2).uniform(-1, 1, 8)
+    part = _Part(net, center - 0.5, center + 0.5)
+    reach = _ReachLP(net, part)
+    fixed = {key: True for key in part.free}
+    margin, point = reach.margin(fixed)
+    assert point is not None or margin == -1.0  # the solver answers: a point or a refutation
+    stopped = _ReachLP(net, part)
+    stopped.h.setOptionValue("presolve", "off")
+    stopped.h.setOptionValue("simplex_iteration_limit", 0)
+    assert stopped.margin(fixed) == (0.0, None)  # in [-MARGIN_TOL, MARGIN_TOL]: kept, not interior
 
 
 def test_fast_norm_bounds_are_sound_and_tight() -> None:

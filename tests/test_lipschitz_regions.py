@@ -176,3 +176,11 @@ def test_a_solver_without_an_answer_proves_nothing() -> None:
     stopped.h.setOptionValue("presolve", "off")
     stopped.h.setOptionValue("simplex_iteration_limit", 0)
     assert stopped.never_positive("gate", w[0], -100.0, signs) == (False, None)
+
+
+def test_local_lipschitz_refuses_the_region_search_for_linf() -> None:
+    """The region search computes ||J||_{inf -> 1} only: asked for l_inf -> l_inf it would
+    report a wrong `lower` and `exact`, so it is refused before any work."""
+    net = random_net([8, 8, 8, 8], 0)
+    with pytest.raises(ConfigError, match="l_inf -> l_1 constants only"):
+        local_lipschitz(net, np.zeros(8), 0.5, "linf", method="regions")

@@ -239,6 +239,11 @@ def local_lipschitz(
     the MILP with the c_0 = 1 symmetry fixed. `node_limit` applies to the MILP only."""
     if method not in METHODS:
         raise ConfigError(f"local Lipschitz method must be one of {METHODS}, got {method!r}")
+    if method == "regions" and out_norm != "l1":
+        raise ConfigError(
+            f"the region search computes l_inf -> l_1 constants only, got out_norm={out_norm!r}: "
+            "use method 'patterns' or 'milp'"
+        )
     c = check_box(net, center, radius)
     ub = upper_bound(net, c, radius, out_norm)
     lb = lower_bound(net, c, radius, out_norm, n=samples, seed=seed)

@@ -214,8 +214,11 @@ class _ReachLP:
             np.where(off, 0.0, self.y_hi)[has_y],
         )
         h.run()
-        if h.getModelStatus() != self._hs.HighsModelStatus.kOptimal:
+        status = h.getModelStatus()
+        if status == self._hs.HighsModelStatus.kInfeasible:
             return -1.0, None  # infeasible even at s = -1: the closed region misses the part
+        if status != self._hs.HighsModelStatus.kOptimal:
+            return 0.0, None  # no answer: keep the block (not refuted), claim no interior point
         x = np.asarray(h.getSolution().col_value[: self.n])
         return float(h.getInfo().objective_function_value), x
 

@@ -35,7 +35,14 @@ import numpy as np
 from bench.certify.lipschitz.coupled import CoupledBound
 from bench.certify.lipschitz.patterns import MARGIN_TOL, _Part, _ReachLP
 from bench.certify.lipschitz.ranges import LayerOneRanges
-from bench.certify.lipschitz.relu import SAFETY, Radius, ReluMLP, check_box, operator_norms
+from bench.certify.lipschitz.relu import (
+    SAFETY,
+    Radius,
+    ReluMLP,
+    _relu_relaxation,
+    check_box,
+    operator_norms,
+)
 
 WITNESSES = 4096  # uniform points of the box known at the root
 NEARBY = 256  # points sampled around a region's known points before its gates are tested
@@ -95,7 +102,7 @@ class _Search:
         self.best = max(floor, sampled_floor(net, c, r))
         self.lps = 0
         self.implied: dict[SignedGate, list[SignedGate]] = {}
-        self._relaxation_slopes()
+        self.slopes = _relu_relaxation(*self.part.pre[0])  # used on free (unstable) gates only
 
     # --- geometry ---------------------------------------------------------------------
 
@@ -115,23 +122,15 @@ class _Search:
             free[layer][idx] = part == 2
         return on, free
 
-    def _relaxation_slopes(self) -> None:
-        """Triangle relaxations of the layer-1 gates over the box (DeepPoly's choice of lower
-        slope), for the node-level layer-2 bounds."""
-        lo, hi = self.part.pre[0]
-        unstable = (lo < 0) & (hi > 0)
-        width = np.where(unstable, hi - lo, 1.0)
-        self.s_up = np.where(unstable, hi / width, 0.0)
-        self.t_up = np.where(unstable, -lo * self.s_up, 0.0)
-        self.s_low = np.where(unstable, (hi > -lo).astype(float), 0.0)
-
     def layer2_range(self, on0: np.ndarray, free0: np.ndarray) -> tuple[np.ndarray, ...]:
         """Sound bounds on layer 2's pre-activations over the box with layer 1's fixed gates
-        exact (on: z, off: 0) and its free ones relaxed, intersected with the box's."""
-        w1, w2, _ = self.net.weights
+        exact (on: z, off: 0) and its free ones relaxed (DeepPoly's triangles over the box),
+        intersected with the box's."""
+        w1 = self.net.weights[0]
         b1, b2 = self.net.biases[0], self.net.biases[1]
-        w2p, w2n = np.maximum(w2, 0), np.minimum(w2, 0)
-        s_u, s_l, t_u = on0 + free0 * self.s_up, on0 + free0 * self.s_low, free0 * self.t_up
+        w2p, w2n = self.bound_of.w2_pos, self.bound_of.w2_neg
+        s_l, s_u, t_u = self.slopes
+        s_u, s_l, t_u = on0 + free0 * s_u, on0 + free0 * s_l, free0 * t_u
         up = (w2p * s_u + w2n * s_l) @ w1
         up0 = w2p @ (s_u * b1 + t_u) + w2n @ (s_l * b1) + b2
         low = (w2p * s_l + w2n * s_u) @ w1
