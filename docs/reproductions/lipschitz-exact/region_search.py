@@ -3,9 +3,11 @@
 
 Usage (repository root, package installed):
 OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python docs/reproductions/lipschitz-exact/region_search.py
-[--time-limit S] [SEED ...]; with --check, it compares itself with the pattern search on
-smaller shapes instead. One BLAS thread: the node bound is a few small matrix products, and
-BLAS threads competing for two cores make each one many times slower.
+[--time-limit S] [--floor F] [SEED ...]; with --check, it compares itself with the pattern
+search on smaller shapes instead. `--floor F` hands the search an attained value F to start
+from (an experiment: how much a better early lower bound would save). One BLAS thread: the
+node bound is a few small matrix products, and BLAS threads competing for two cores make
+each one many times slower.
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ def net_and_centre(sizes: list[int], seed: int) -> tuple:
     return random_net(sizes, seed), np.random.default_rng(seed).uniform(-1, 1, sizes[0])
 
 
-def main(seeds: list[int], time_limit: float) -> None:
-    print(f"# region_search.py: {SIZES}, R = {RADIUS}, l_inf -> l_1, {time_limit:.0f} s limit")
+def main(seeds: list[int], time_limit: float, floor: float) -> None:
+    start = f", floor {floor}" if floor else ""
+    limit = f"{time_limit:.0f} s limit{start}"
+    print(f"# region_search.py: {SIZES}, R = {RADIUS}, l_inf -> l_1, {limit}")
     print("seed | upper (certified) | lower (attained) | exact | nodes | LPs | seconds")
     for seed in seeds:
-        r = exact_by_regions(*net_and_centre(SIZES, seed), RADIUS, time_limit=time_limit)
+        net, c = net_and_centre(SIZES, seed)
+        r = exact_by_regions(net, c, RADIUS, time_limit=time_limit, floor=floor)
         print(
             f"{seed} | {r.upper:.6f} | {r.lower:.6f} | {r.exact} | {r.nodes} | {r.lps} | "
             f"{r.seconds:.1f}",
@@ -60,9 +65,10 @@ if __name__ == "__main__":
     if "--check" in args:
         check()
     else:
-        limit = TIME_LIMIT
-        if "--time-limit" in args:
-            at = args.index("--time-limit")
-            limit = float(args[at + 1])
-            del args[at : at + 2]
-        main([int(s) for s in args] or list(range(5)), limit)
+        options = {"--time-limit": TIME_LIMIT, "--floor": 0.0}
+        for name in options:
+            if name in args:
+                at = args.index(name)
+                options[name] = float(args[at + 1])
+                del args[at : at + 2]
+        main([int(s) for s in args] or list(range(5)), options["--time-limit"], options["--floor"])
