@@ -12,7 +12,7 @@ import pytest
 
 from bench.certify.lipschitz.coupled import CoupledBound, sign_vectors
 from bench.certify.lipschitz.local import local_lipschitz
-from bench.certify.lipschitz.patterns import exact_by_patterns
+from bench.certify.lipschitz.patterns import _ReachLP, exact_by_patterns
 from bench.certify.lipschitz.ranges import LayerOneRanges
 from bench.certify.lipschitz.regions import exact_by_regions
 from bench.certify.lipschitz.relu import operator_norms
@@ -184,3 +184,17 @@ def test_local_lipschitz_refuses_the_region_search_for_linf() -> None:
     net = random_net([8, 8, 8, 8], 0)
     with pytest.raises(ConfigError, match="l_inf -> l_1 constants only"):
         local_lipschitz(net, np.zeros(8), 0.5, "linf", method="regions")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reachability_lps_without_an_answer_refute_no_region(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reachability LP that ends without an answer proves nothing: with every one of them
+    answerless, the region search must still bound the true constant from above."""
+    net = random_net([6, 16, 16, 5], seed)
+    center = np.random.default_rng(seed).uniform(-1, 1, 6)
+    truth = exact_by_patterns(net, center, 0.4, "l1").upper
+    monkeypatch.setattr(_ReachLP, "margin", lambda self, fixed: (0.0, None))
+    found = exact_by_regions(net, center, 0.4, time_limit=60)
+    assert found.upper >= truth * (1 - 1e-9)

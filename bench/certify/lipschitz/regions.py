@@ -222,14 +222,18 @@ class _Search:
         return np.concatenate([known, self.inside(state, self.points(x), strict=True)])
 
     def reachable(self, state: np.ndarray) -> np.ndarray | None:
-        """A known-point row of the closed region of `state` (reachability LP), or None when
-        the region misses the box. An interior point raises the attained value."""
+        """Known-point rows of the closed region of `state` (reachability LP): one row, or
+        none when the LP ended without an answer (the region stays open, unproven), or None
+        when the LP is infeasible, i.e. the region misses the box. An interior point raises
+        the attained value."""
         self.lps += 1
         margin, x = self.reach.margin(
             {self.free[i]: bool(s) for i, s in enumerate(state) if s != 2}
         )
-        if margin < -MARGIN_TOL or x is None:
+        if margin < -MARGIN_TOL:
             return None
+        if x is None:  # no answer: not a refutation, so the child is kept (without a point)
+            return np.empty((0, len(self.c) + len(self.free)))
         row = self.points(x[None])
         if (np.abs(row[0, len(self.c) :]) > MARGIN_TOL).all():
             self.best = max(self.best, float(operator_norms(self.net.jacobians(x[None]), "l1")[0]))
