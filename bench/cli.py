@@ -684,9 +684,16 @@ def compare(
         bool,
         typer.Option(help="Also fail when any non-timing metric differs at all (value or CI)."),
     ] = False,
+    cost: Annotated[
+        bool,
+        typer.Option(
+            help="Compare timings (default; left out anyway when the boards come from "
+            "different machines)."
+        ),
+    ] = True,
 ) -> None:
     """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance
-    (with --exact: when any non-timing number differs)."""
+    (with --exact: when any non-timing number differs); boards of two suites are refused."""
     from bench.report.compare import compare as compare_boards
     from bench.report.compare import parse_tolerances
     from bench.report.load import load_leaderboard
@@ -699,6 +706,7 @@ def compare(
         metric_tolerances=per_metric,
         cost_tolerance=cost_tolerance,
         exact=exact,
+        cost=cost,
     )
     typer.echo(report.format())
     raise typer.Exit(0 if report.ok else 1)

@@ -166,3 +166,56 @@ def test_metrics_that_mechanisms_register_are_compared() -> None:
     assert report.ok and "local_lipschitz" not in report.unknown_metrics
     cand["rows"][0]["metrics"]["local_lipschitz"] = _m(2.0)  # worse: a regression
     assert [c.metric for c in compare(base, cand).regressions] == ["local_lipschitz"]
+
+
+def _timed(fit_s: float, release_ms: float, cpus: str = "2") -> dict:
+    doc = copy.deepcopy(BASE)
+    row = doc["rows"][0]
+    row["metrics"]["fit_s"] = _m(fit_s)
+    row["metrics"]["release_ms"] = _m(release_ms)
+    for r in doc["rows"]:
+        r["environment"] = {"platform": "Linux-x86_64", "cpus": cpus, "torch": "2.14.1"}
+    return doc
+
+
+def test_sub_floor_timing_growth_is_not_a_regression() -> None:
+    # 0.04 ms -> 0.1 ms per release is +150%, but far below the 1 ms floor: jitter.
+    report = compare(_timed(10.0, 0.04), _timed(10.0, 0.1))
+    assert report.ok and not report.regressions
+    # 10 s -> 20 s of fit is beyond both the 50% tolerance and the 1 s floor.
+    report = compare(_timed(10.0, 0.04), _timed(20.0, 0.04))
+    assert [c.metric for c in report.regressions] == ["fit_s"]
+
+
+def test_timings_from_another_machine_or_no_cost_are_left_out() -> None:
+    slower = _timed(40.0, 9.0, cpus="8")
+    report = compare(_timed(10.0, 0.04), slower)
+    assert report.ok and "different machines (cpus: 2 vs 8)" in report.format()
+    report = compare(_timed(10.0, 0.04), _timed(40.0, 9.0), cost=False)
+    assert report.ok and "timings not compared: --no-cost" in report.format()
+    # A non-timing regression still fails when timings are left out.
+    worse = _timed(10.0, 0.04, cpus="8")
+    worse["rows"][0]["metrics"]["accuracy"] = _m(0.5)
+    assert not compare(_timed(10.0, 0.04), worse).ok
+
+
+def test_boards_of_two_suites_are_refused() -> None:
+    other = copy.deepcopy(BASE)
+    other["suite"] = "smoke"
+    with pytest.raises(ConfigError, match="cannot compare suite 's' with suite 'smoke'"):
+        compare(BASE, other)
+
+
+def test_rows_are_labelled_by_the_parameters_that_tell_them_apart() -> None:
+    doc = copy.deepcopy(BASE)
+    long = {"eps": 1.0, "variant": "arl-c-n", **{f"knob{i}": i for i in range(30)}}
+    doc["rows"][0]["params"] = long
+    doc["rows"][1]["params"] = long
+    twin = copy.deepcopy(doc["rows"][0])
+    twin["params"] = {**long, "eps": 5.0}
+    doc["rows"].append(twin)
+    worse = copy.deepcopy(doc)
+    worse["rows"][2]["metrics"]["accuracy"] = _m(0.5)
+    text = compare(doc, worse).format()
+    assert "fmnist | gauss-input(eps=5.0) | -" in text
+    assert max(len(line) for line in text.splitlines()) < 160

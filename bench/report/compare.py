@@ -17,20 +17,35 @@ Settings where an accelerator job ran an op without a deterministic kernel
 (`nondeterministic_ops` > 0 on a row of theirs, in either leaderboard; bench.device) cannot
 promise that: their metrics count as different only beyond their tolerance. The flag itself
 is not compared (a CPU board has none).
+
+Timings are noisy in absolute terms: a cost metric regresses only when it also grew by more
+than its floor (`COST_FLOORS`: 1 s of fit or attack time, 1 ms per release), so
+sub-millisecond jitter never fails a comparison. Timings measured on different machines
+(the boards' environment blocks differ) are not comparable at all: `compare` then leaves
+every cost metric out and says so (`cost_skipped`), as `--no-cost` does on request.
+Boards of two different suites are refused.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from bench.errors import BenchError, ConfigError
+from bench.hashing import canonical_json
 from bench.metrics import METRICS, NONDETERMINISTIC_OPS, metric_spec
 from bench.report.keys import RowKey, row_key
 from bench.report.provenance import check_comparable
 
 REL_FLOOR = 1e-12
+# The smallest growth of a timing that counts as a regression, in the metric's own unit:
+# below it, scheduler and cache jitter dominate (a 0.04 ms release against 0.1 ms is noise).
+COST_FLOORS = {"_s": 1.0, "_ms": 1.0}
+# Environment fields that decide whether two boards' timings come from the same machine.
+MACHINE_FIELDS = ("platform", "cpu", "cpus", "cpu_isa", "torch", "python")
+LABEL_WIDTH = 60  # row labels are elided past this many characters
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,9 @@ class CompareReport:
     exact: bool = False
     # Matched rows of settings with nondeterministic ops: held to tolerance, not equality.
     tolerant_rows: int = 0
+    # Why timings were left out ("" when they were compared): --no-cost or another machine.
+    cost_skipped: str = ""
+    labels: dict[RowKey, str] = field(default_factory=dict)  # short row labels, for format
 
     @property
     def ok(self) -> bool:
@@ -81,21 +99,28 @@ class CompareReport:
     def format(self) -> str:
         """A readable plain-text report: a summary line, then one table per category."""
         lines = [self._summary()]
-        lines += _change_table("REGRESSIONS", self.regressions)
-        lines += _change_table("improvements", self.improvements)
+        if self.cost_skipped:
+            lines.append(f"timings not compared: {self.cost_skipped}")
+        lines += _change_table("REGRESSIONS", self.regressions, self.label)
+        lines += _change_table("improvements", self.improvements, self.label)
         if self.exact:
-            lines += _change_table("DIFFERENT (exact)", self.differing)
+            lines += _change_table("DIFFERENT (exact)", self.differing, self.label)
         if self.missing:
             lines += ["", "MISSING in candidate:"]
             lines += [
-                f"  {m.key.label()}" + (f" | {m.metric}" if m.metric else "") for m in self.missing
+                f"  {self.label(m.key)}" + (f" | {m.metric}" if m.metric else "")
+                for m in self.missing
             ]
         if self.added:
             lines += ["", "added in candidate (info):"]
-            lines += [f"  {k.label()}" for k in self.added]
+            lines += [f"  {self.label(k)}" for k in self.added]
         if self.unknown_metrics:
             lines += ["", "not compared (direction unknown): " + ", ".join(self.unknown_metrics)]
         return "\n".join(lines)
+
+    def label(self, key: RowKey) -> str:
+        """The row's short label (its distinguishing parameters only), else the full one."""
+        return self.labels.get(key) or _elide(key.label())
 
     def _summary(self) -> str:
         verdict = "OK" if self.ok else "FAIL"
@@ -112,14 +137,16 @@ class CompareReport:
         )
 
 
-def _change_table(title: str, changes: list[MetricChange]) -> list[str]:
+def _change_table(
+    title: str, changes: list[MetricChange], label: Callable[[RowKey], str]
+) -> list[str]:
     """Aligned text table of metric changes (empty list when there are none)."""
     if not changes:
         return []
     header = ("row", "metric", "baseline [ci]", "candidate", "change", "tol")
     body = [
         (
-            c.key.label(),
+            label(c.key),
             c.metric,
             f"{c.baseline:.4g} [{c.baseline_ci[0]:.4g}, {c.baseline_ci[1]:.4g}]",
             f"{c.candidate:.4g}",
@@ -135,6 +162,85 @@ def _change_table(title: str, changes: list[MetricChange]) -> list[str]:
 
 def _index(doc: dict[str, Any]) -> dict[RowKey, dict[str, Any]]:
     return {row_key(r): r for r in doc.get("rows", [])}
+
+
+def _elide(text: str, width: int = LABEL_WIDTH) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _varying(settings: list[dict[str, Any]]) -> list[str]:
+    """The parameter names whose values differ between `settings` (sorted)."""
+    names = sorted({name for params in settings for name in params})
+    return [n for n in names if len({canonical_json(p.get(n)) for p in settings}) > 1]
+
+
+def _setting_label(name: str | None, params: dict[str, Any], varying: list[str]) -> str:
+    if name is None:
+        return "-"
+    shown = ", ".join(f"{k}={params[k]}" for k in varying if k in params)
+    return _elide(f"{name}({shown})" if shown else name, LABEL_WIDTH // 2)
+
+
+def short_labels(*docs: dict[str, Any]) -> dict[RowKey, str]:
+    """Each row as `task | mechanism(setting) | attack(setting)`, where a setting names only
+    the parameters that tell the rows of its (task, mechanism) or (task, attack) apart."""
+    rows = [r for doc in docs for r in doc.get("rows", [])]
+    mechs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    attacks: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        mechs.setdefault((r["task"], r["mechanism"]), []).append(r.get("params") or {})
+        if r.get("attack"):
+            attacks.setdefault((r["task"], r["attack"]), []).append(r.get("attack_params") or {})
+    vary_m = {k: _varying(v) for k, v in mechs.items()}
+    vary_a = {k: _varying(v) for k, v in attacks.items()}
+    labels = {}
+    for r in rows:
+        task, mech, attack = r["task"], r["mechanism"], r.get("attack")
+        mech_label = _setting_label(mech, r.get("params") or {}, vary_m[(task, mech)])
+        attack_label = _setting_label(
+            attack, r.get("attack_params") or {}, vary_a.get((task, attack or ""), [])
+        )
+        labels[row_key(r)] = f"{task} | {mech_label} | {attack_label}"
+    return labels
+
+
+def _machine(doc: dict[str, Any]) -> dict[str, str]:
+    """The fields of MACHINE_FIELDS on which every row's environment block agrees."""
+    envs = [r.get("environment") or {} for r in doc.get("rows", [])]
+    machine = {}
+    for name in MACHINE_FIELDS:
+        values = {str(e[name]) for e in envs if name in e}
+        if len(values) == 1:
+            machine[name] = values.pop()
+    return machine
+
+
+def machines_differ(baseline: dict[str, Any], candidate: dict[str, Any]) -> str:
+    """"" when both boards' timings come from the same kind of machine, else one phrase
+    naming the first environment field that differs."""
+    base, cand = _machine(baseline), _machine(candidate)
+    for name in MACHINE_FIELDS:
+        if name in base and name in cand and base[name] != cand[name]:
+            return f"measured on different machines ({name}: {base[name]} vs {cand[name]})"
+    return ""
+
+
+def check_same_suite(baseline: dict[str, Any], candidate: dict[str, Any]) -> None:
+    """Refuse, in one line, to compare the boards of two different suites."""
+    a, b = baseline.get("suite"), candidate.get("suite")
+    if a and b and a != b:
+        raise ConfigError(
+            f"cannot compare suite {a!r} with suite {b!r}: compare two boards of one suite"
+        )
+
+
+def cost_floor(name: str) -> float:
+    """The smallest growth of timing `name` that may count as a regression (its unit's
+    COST_FLOORS entry; 0 for a timing with no known unit)."""
+    for suffix, floor in COST_FLOORS.items():
+        if name.endswith(suffix):
+            return floor
+    return 0.0
 
 
 def _tolerance_for(
@@ -155,6 +261,8 @@ def _classify(
     beyond_tol = abs(c - b) > tol * max(abs(b), REL_FLOOR)
     outside_ci = c < lo or c > hi
     if not (beyond_tol and outside_ci):
+        return None, change
+    if METRICS[name].kind == "cost" and abs(c - b) <= cost_floor(name):
         return None, change
     higher_is_better = metric_spec(name).better == "higher"
     worse = c < b if higher_is_better else c > b
@@ -190,6 +298,8 @@ def _compare_row(
     unknown = set(report.unknown_metrics)
     for name in sorted(base["metrics"]):
         if name == NONDETERMINISTIC_OPS.name:  # steers the tolerance; not a result itself
+            continue
+        if report.cost_skipped and name in METRICS and METRICS[name].kind == "cost":
             continue
         if name not in cand["metrics"]:
             report.missing.append(Missing(key, name))
@@ -246,21 +356,28 @@ def compare(
     metric_tolerances: dict[str, float] | None = None,
     cost_tolerance: float = 0.5,
     exact: bool = False,
+    cost: bool = True,
 ) -> CompareReport:
     """Match rows by (task, mechanism, params, attack, attack_params) and flag regressions.
 
     Relative tolerances: `tolerance` for utility / privacy / bound metrics,
-    `cost_tolerance` for timings, `metric_tolerances` overrides per metric name; with
-    `exact`, any difference of a non-timing metric also fails.
-    Rows measured on another task version or data are refused (IncomparableError).
+    `cost_tolerance` for timings (above their COST_FLOORS), `metric_tolerances` overrides
+    per metric name; with `exact`, any difference of a non-timing metric also fails.
+    Timings are left out when `cost` is False or the boards come from different machines.
+    Boards of different suites, and rows measured on another task version or data, are
+    refused (ConfigError, IncomparableError).
     """
 
+    check_same_suite(baseline, candidate)
     check_comparable(baseline, candidate)
     _load_component_metrics()
     tolerances = (tolerance, dict(metric_tolerances or {}), cost_tolerance)
     base_rows, cand_rows = _index(baseline), _index(candidate)
     loose = nondeterministic_settings(baseline, candidate)
-    report = CompareReport(exact=exact)
+    skipped = "--no-cost" if not cost else machines_differ(baseline, candidate)
+    report = CompareReport(
+        exact=exact, cost_skipped=skipped, labels=short_labels(baseline, candidate)
+    )
     for key in sorted(base_rows, key=_sort_key):
         if key not in cand_rows:
             report.missing.append(Missing(key))
@@ -330,6 +447,8 @@ __all__ = [
     "Missing",
     "RowKey",
     "compare",
+    "machines_differ",
     "parse_tolerances",
     "row_key",
+    "short_labels",
 ]
