@@ -342,12 +342,28 @@ def leaderboard(
     store: StoreOpt = DEFAULT_STORE,
     out: Annotated[Path | None, typer.Option(help="Output directory [leaderboards/SUITE].")] = None,
     device: DeviceOpt = None,
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Rewrite committed boards under ROOT (--suite's, or every one with --all) "
+            "from their leaderboard.json with the current report code: no store, no rerun.",
+        ),
+    ] = False,
 ) -> None:
     """Write leaderboards/SUITE/ from the store (--suite), and/or the site index over every
     suite under ROOT (--all). `--device` names the device the run used (its jobs' hashes);
     this machine need not have it."""
     if suite is None and not all_suites:
         raise ConfigError("bench leaderboard needs --suite NAME, --all, or both")
+    if refresh:
+        from bench.report.write import refresh_board
+
+        names = [suite] if suite else sorted(p.parent.name for p in root.glob("*/leaderboard.json"))
+        for name in names:
+            refresh_board(root / name)
+            typer.echo(f"refreshed {root / name}")
+        suite = None  # the boards are rewritten; only the site index (--all) is left
     if suite is not None:
         for path in _write_suite_from_store(suite, seeds, store, out, device):
             typer.echo(str(path))

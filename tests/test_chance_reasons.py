@@ -7,6 +7,8 @@ import html
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.report.labels import flag_rows
 from bench.report.write import write_leaderboard
 
@@ -56,3 +58,49 @@ def test_the_reason_is_in_the_json_the_markdown_and_the_page(tmp_path: Path) -> 
     page = (tmp_path / "index.html").read_text(encoding="utf-8")
     for reason in reasons:
         assert reason in md and html.escape(reason, quote=False) in page
+
+
+def _scored(mech: str, auc: tuple[float, float, float], modal: float) -> dict:
+    value, lo, hi = auc
+    return {"task": "movielens", "mechanism": mech, "params": {}, "attack": None,
+            "attack_params": {}, "seeds": 3, "guarantee": {"notion": "none"},
+            "metrics": {"auc": {"value": value, "ci": [lo, hi], "n": 3},
+                        "accuracy": {"value": 0.873, "ci": [0.873, 0.873], "n": 3},
+                        "modal_prediction_share": {"value": modal, "ci": [modal, modal], "n": 3},
+                        "chance": {"value": 0.5, "ci": [0.5, 0.5], "n": 3}}}  # fmt: skip
+
+
+def test_constant_predictor_reads_the_tasks_utility_metric() -> None:
+    # On an AUC task with a rare positive class a good ranker predicts the majority class
+    # everywhere (argmax share 1.0); only a score that ranks nothing is constant.
+    ranker = _scored("identity", (0.749, 0.74, 0.76), modal=1.0)
+    flat = _scored("flat", (0.5, 0.5, 0.5), modal=1.0)
+    flag_rows([ranker, flat], "auc")
+    assert "constant_predictor" not in ranker and flat["constant_predictor"] is True
+    # On an accuracy task the argmax share decides.
+    one_class = _utility("german", "lucid", "idp", 0.745, 0.745)
+    one_class["metrics"]["modal_prediction_share"] = {"value": 1.0, "ci": [1.0, 1.0], "n": 3}
+    flag_rows([one_class], "accuracy")
+    assert one_class["constant_predictor"] is True
+
+
+def test_refresh_rewrites_a_committed_board_with_the_current_flags(tmp_path: Path) -> None:
+    from bench.report.write import refresh_board
+
+    board = tmp_path / "movielens"
+    stale = _scored("identity", (0.749, 0.74, 0.76), modal=1.0)
+    stale["constant_predictor"] = True  # what the argmax-share rule wrote on an AUC task
+    doc = {"suite": "s", "suite_version": "1", "generated_at": "2026-01-01T00:00:00+00:00",
+           "code_version": "c", "rows": [stale]}  # fmt: skip
+    board.mkdir()
+    (board / "leaderboard.json").write_text(json.dumps(doc))
+    refresh_board(board)
+    fresh = json.loads((board / "leaderboard.json").read_text())
+    assert "constant_predictor" not in fresh["rows"][0]
+    assert fresh["rows"][0]["metrics"] == stale["metrics"]
+    assert (fresh["generated_at"], fresh["code_version"]) == (doc["generated_at"], "c")
+    assert (board / "index.html").is_file() and (board / "leaderboard.md").is_file()
+    # Reconstructed sentences come from the store: such a board is not rewritten.
+    (board / "leaderboard.md").write_text("Reconstructed sentences (seed 0):\n")
+    with pytest.raises(Exception, match="only its store has"):
+        refresh_board(board)

@@ -216,7 +216,7 @@ def _machine(doc: dict[str, Any]) -> dict[str, str]:
 
 
 def machines_differ(baseline: dict[str, Any], candidate: dict[str, Any]) -> str:
-    """"" when both boards' timings come from the same kind of machine, else one phrase
+    """ "" when both boards' timings come from the same kind of machine, else one phrase
     naming the first environment field that differs."""
     base, cand = _machine(baseline), _machine(candidate)
     for name in MACHINE_FIELDS:

@@ -243,9 +243,9 @@ def chance_reason(
 def flag_rows(rows: list[dict[str, Any]], utility: str | None) -> None:
     """Mark each utility row at or below chance with `at_chance: true` (see `at_chance`) and
     its computed `at_chance_reason` (see `chance_reason`), and with `constant_predictor:
-    true` where every seed answered every query with one class (modal_prediction_share
-    1.0); give each attack row whose bound check says what it rests on a `bound_basis`
-    ("theorem" or "estimate"), so the JSON, Markdown and HTML all say it."""
+    true` where `constant_predictor` says so; give each attack row whose bound check says
+    what it rests on a `bound_basis` ("theorem" or "estimate"), so the JSON, Markdown and
+    HTML all say it."""
     for row in rows:
         if row["attack"] is None:
             if at_chance(row, utility):
@@ -253,12 +253,25 @@ def flag_rows(rows: list[dict[str, Any]], utility: str | None) -> None:
                 reason = chance_reason(row, rows, utility)
                 if reason:
                     row["at_chance_reason"] = reason
-            modal = row["metrics"].get("modal_prediction_share")
-            if modal is not None and modal["ci"][0] >= 1.0:
+            if constant_predictor(row, utility):
                 row["constant_predictor"] = True
         basis = ((row.get("guarantee") or {}).get("bound") or {}).get("basis")
         if basis:
             row["bound_basis"] = basis
+
+
+def constant_predictor(row: dict[str, Any], utility: str | None) -> bool:
+    """Whether a utility row answered as an input-independent predictor on every seed, read
+    from the task's declared utility metric: for accuracy, every answer was one class
+    (modal_prediction_share 1.0); for AUC, the scores ranked nothing (AUC exactly 0.5 on every
+    seed, what a constant score gives). On an AUC task the argmax class says nothing: a
+    useful ranker of a rare positive class predicts the majority class everywhere."""
+    metrics = row["metrics"]
+    if utility == "auc":
+        auc = metrics.get("auc")
+        return auc is not None and auc["ci"][0] == auc["ci"][1] == 0.5
+    modal = metrics.get("modal_prediction_share")
+    return modal is not None and modal["ci"][0] >= 1.0
 
 
 def alternative_scoring(params: dict[str, Any]) -> bool:

@@ -112,6 +112,40 @@ def refresh_reproductions(out_dir: Path) -> list[Path]:
     )
 
 
+# Row keys that the report code derives (flag_rows): dropped before a board is re-flagged.
+DERIVED_ROW_KEYS = ("at_chance", "at_chance_reason", "constant_predictor", "bound_basis")
+
+
+def refresh_board(out_dir: Path) -> list[Path]:
+    """Rewrite a committed board from its leaderboard.json alone with the current report
+    code: the rows re-flagged (`flag_rows`), leaderboard.{json,csv,md}, the task and paper
+    plots, reproduction.{md,json} and the page. Values, generation time and code version
+    stay as they are; reconstruction grids (drawn from the store) are left untouched. A
+    board whose Markdown holds reconstructed sentences (drawn from the store) is refused:
+    rewrite it from its store with `bench leaderboard --suite NAME`."""
+    out_dir = Path(out_dir)
+    json_path = out_dir / "leaderboard.json"
+    if not json_path.is_file():
+        raise UnknownNameError(f"no leaderboard at {json_path}")
+    md_path = out_dir / "leaderboard.md"
+    if md_path.is_file() and "Reconstructed sentences" in md_path.read_text():
+        raise UnknownNameError(
+            f"{md_path} holds reconstructed sentences that only its store has: rewrite it "
+            "with `bench leaderboard --suite NAME --store STORE`"
+        )
+    doc = json.loads(json_path.read_text())
+    rows = [{k: v for k, v in r.items() if k not in DERIVED_ROW_KEYS} for r in doc["rows"]]
+    return write_leaderboard(
+        doc["suite"],
+        doc["suite_version"],
+        rows,
+        out_dir,
+        code_version=doc["code_version"],
+        generated_at=doc["generated_at"],
+        utility_metrics=declared_utility_metrics({r["task"] for r in rows}),
+    )
+
+
 def declared_utility_metrics(tasks: Iterable[str]) -> dict[str, str]:
     """Each task's declared utility metric (auc for movielens), for a run's page and for one
     rewritten from leaderboard.json alone, so neither guesses it from the stored metrics; a
