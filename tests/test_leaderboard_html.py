@@ -185,15 +185,23 @@ def test_overview_names_the_strongest_attack_and_flags_a_broken_bound() -> None:
     assert first["audit"]["text"] == "0.4" and first["bound_broken"]
     assert second["validity"] is None and not second["bound_broken"]
     # The most useful setting whose strongest attack stays at or under each SSIM band.
-    bands = {band["limit"]: band["line"] for band in overview["best"]}
-    assert bands[0.2] is None and bands[0.4] is None
-    assert bands[0.6]["setting"] == "eps=2"
+    bands = _leaders(overview)
+    assert bands["attack SSIM ≤ 0.2"] is None and bands["attack SSIM ≤ 0.4"] is None
+    assert bands["attack SSIM ≤ 0.6"]["setting"] == "eps=2"
+
+
+def _leaders(overview: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
+    """Each ranked band's leading setting (None when no setting qualifies)."""
+    return {
+        band["label"]: band["entries"][0]["line"] if band["entries"] else None
+        for band in overview["ranked"]
+    }
 
 
 def test_a_task_with_one_setting_names_no_most_useful_setting() -> None:
     from bench.report.overview import task_overview
 
-    assert task_overview(_setting("a", 1.0, 0.9, 0.3), "accuracy")["best"] == []
+    assert task_overview(_setting("a", 1.0, 0.9, 0.3), "accuracy")["ranked"] == []
 
 
 def test_the_page_lists_tasks_in_the_suite_files_order() -> None:
@@ -237,8 +245,8 @@ def test_a_setting_at_chance_is_flagged_and_never_on_the_frontier_or_best() -> N
     assert at_chance == {"a": False, "ldp": True}
     assert overview["chance"]["utility"] == "0.1"
     assert overview["chance"]["attack"]["text"] == "0.03"
-    bands = {band["limit"]: band["line"] for band in overview["best"]}
-    assert bands[0.2] is None  # only ldp reaches SSIM <= 0.2, and it serves nothing
+    bands = _leaders(overview)
+    assert bands["attack SSIM ≤ 0.2"] is None  # only ldp reaches SSIM <= 0.2; it serves nothing
     # Scored over all queries (abstentions get the prior guess), the same baseline applies.
     for row in rows:
         if row["attack"] == WORST_CASE:
@@ -343,7 +351,8 @@ def test_smoothed_scoring_is_shown_but_never_ranked_and_bounds_say_their_basis()
     overview = task_overview(rows, "accuracy")
     lines = {line["all_params"]: line for line in overview["lines"]}
     assert [line["alternative_scoring"] for line in lines.values()] == [False, True]
-    assert all(band["line"] is None for band in overview["best"][:2])  # smoothed 0.1 not used
+    bands = _leaders(overview)  # the smoothed scoring's 0.1 is not used
+    assert bands["attack SSIM ≤ 0.2"] is None and bands["attack SSIM ≤ 0.4"] is None
     (raw_line,) = [line for line in lines.values() if not line["alternative_scoring"]]
     assert raw_line["estimate_fails"] and not raw_line["bound_broken"]
     assert raw_line["validity_basis"] == "estimate"

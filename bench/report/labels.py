@@ -22,6 +22,11 @@ _NOTION_WORDS = {
 _PARAM_SYMBOLS = {"eps": "ε", "delta": "δ", "radius": "r", "R": "R"}
 
 
+def notion_words(notion: str) -> str:
+    """A privacy notion as a reader names it, e.g. "iDP" for "idp"."""
+    return _NOTION_WORDS.get(notion, notion)
+
+
 _PARAM_ORDER = ("eps", "delta", "radius", "R")
 
 

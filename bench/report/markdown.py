@@ -240,13 +240,16 @@ def _expected_failure_lines(rows: list[dict[str, Any]]) -> list[str]:
     return [f"- `{m}`: `{check}`: {_md_escape(why)}" for (m, check), why in sorted(seen.items())]
 
 
+SENTENCES_HEADING = "Reconstructed sentences (seed 0):"
+
+
 def _sentence_lines(examples: list[SentenceExample]) -> list[str]:
     """Markdown: each attack's reconstructions of the first test sentences, under the
     originals (reconstructions of the same sentences in every row)."""
     if not examples:
         return []
     originals = examples[0][1]
-    lines = ["", "Reconstructed sentences (seed 0):", ""]
+    lines = ["", SENTENCES_HEADING, ""]
     lines += [f"- original {i + 1}: `{_code_text(s)}`" for i, s in enumerate(originals)]
     for label, _, recovered in examples:
         lines += ["", f"{label}:", ""]

@@ -24,6 +24,7 @@ from bench.report.labels import (
     utility_metric_of,
     varying_params,
 )
+from bench.report.ranking import ranked_views
 
 SCORE_WORDS = {
     "ssim": "SSIM",
@@ -61,6 +62,8 @@ def _cell(metric: dict[str, Any] | None) -> dict[str, str] | None:
         "value": repr(float(metric["value"])),
         "text": f"{metric['value']:.3g}",
         "ci": f"[{lo:.3g}, {hi:.3g}]",
+        "lo": repr(float(lo)),
+        "hi": repr(float(hi)),
     }
 
 
@@ -146,6 +149,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "setting": _params_text(shown) if shown else "",
                 "all_params": _params_text(entry["params"]),
                 "guarantee": describe_guarantee(any_row.get("guarantee") or {}),
+                "claim": any_row.get("guarantee") or {},
                 "utility": _cell(metrics.get(utility)) if utility else None,
                 "attack": _cell(worst["metrics"].get(held)) if worst and held else None,
                 "attack_by": (worst.get("sources") or {}).get(held, "") if worst and held else "",
@@ -181,14 +185,23 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "estimate_fails": broken and weakest_bound.get("basis") == "estimate",
             }
         )
+    chance = _chance_line(rows, score)
+    prior = (chance or {}).get("attack")
+    has_attacks = any(r["attack"] == WORST_CASE for r in rows)
     return {
-        "chance": _chance_line(rows, score),
-        "best": best_at_fixed_privacy(lines, score),
+        "chance": chance,
+        "ranked": ranked_views(
+            lines,
+            score,
+            float(prior["value"]) if prior else None,
+            has_attacks,
+            SCORE_WORDS.get(score, score),
+        ),
         "utility": utility or "utility",
         "score": score,
         "score_words": SCORE_WORDS.get(score, score),
         "lower_is_stronger": score == "mse",
-        "has_attacks": any(r["attack"] == WORST_CASE for r in rows),
+        "has_attacks": has_attacks,
         "label_only": _label_only(rows),
         "has_audit": any(line["audit"] for line in lines),
         "has_validity": any(line["validity"] for line in lines),
@@ -215,29 +228,3 @@ def _chance_line(rows: list[dict[str, Any]], score: str) -> dict[str, Any] | Non
         "utility": None if utility is None else f"{utility:.3g}",
         "attack": _cell(prior),
     }
-
-
-PRIVACY_BANDS = (0.2, 0.4, 0.6)  # the strongest attack's SSIM / top-1 at most this
-
-
-def best_at_fixed_privacy(lines: list[dict[str, Any]], score: str) -> list[dict[str, Any]]:
-    """For each band "strongest attack's score <= t", the most useful setting inside it
-    (by utility, among settings above chance; None when no setting reaches the band). Only
-    for bounded similarity scores (SSIM, top-1), where one threshold means the same on every
-    task; none for MSE, nor for a task with a single setting (nothing to choose between)."""
-    if score == "mse" or len(lines) < 2:
-        return []
-    bands = []
-    for limit in PRIVACY_BANDS:
-        inside = [
-            line
-            for line in lines
-            if line["attack"] is not None
-            and line["utility"] is not None
-            and not line["at_chance"]  # a setting at chance serves nothing
-            and not line["alternative_scoring"]  # scored on other inputs: not comparable
-            and float(line["attack"]["value"]) <= limit
-        ]
-        best = max(inside, key=lambda line: float(line["utility"]["value"]), default=None)
-        bands.append({"limit": limit, "line": best})
-    return bands

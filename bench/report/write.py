@@ -23,7 +23,7 @@ from bench.report.labels import (
     row_sort_key,
     utility_metric_of,
 )
-from bench.report.markdown import SentenceExample, leaderboard_markdown
+from bench.report.markdown import SENTENCES_HEADING, SentenceExample, leaderboard_markdown
 from bench.report.plots import privacy_utility_png, reconstruction_grid_png
 from bench.report.posthoc_plots import write_posthoc_plots
 from bench.report.reproduction import (
@@ -120,22 +120,17 @@ def refresh_board(out_dir: Path) -> list[Path]:
     """Rewrite a committed board from its leaderboard.json alone with the current report
     code: the rows re-flagged (`flag_rows`), leaderboard.{json,csv,md}, the task and paper
     plots, reproduction.{md,json} and the page. Values, generation time and code version
-    stay as they are; reconstruction grids (drawn from the store) are left untouched. A
-    board whose Markdown holds reconstructed sentences (drawn from the store) is refused:
-    rewrite it from its store with `bench leaderboard --suite NAME`."""
+    stay as they are; what only the store has is kept as it is: reconstruction grids, and
+    the Markdown of a board that shows reconstructed sentences (text tasks)."""
     out_dir = Path(out_dir)
     json_path = out_dir / "leaderboard.json"
     if not json_path.is_file():
         raise UnknownNameError(f"no leaderboard at {json_path}")
     md_path = out_dir / "leaderboard.md"
-    if md_path.is_file() and "Reconstructed sentences" in md_path.read_text():
-        raise UnknownNameError(
-            f"{md_path} holds reconstructed sentences that only its store has: rewrite it "
-            "with `bench leaderboard --suite NAME --store STORE`"
-        )
+    kept_md = md_path.read_text() if md_path.is_file() else ""
     doc = json.loads(json_path.read_text())
     rows = [{k: v for k, v in r.items() if k not in DERIVED_ROW_KEYS} for r in doc["rows"]]
-    return write_leaderboard(
+    written = write_leaderboard(
         doc["suite"],
         doc["suite_version"],
         rows,
@@ -144,6 +139,10 @@ def refresh_board(out_dir: Path) -> list[Path]:
         generated_at=doc["generated_at"],
         utility_metrics=declared_utility_metrics({r["task"] for r in rows}),
     )
+    if SENTENCES_HEADING in kept_md:
+        _atomic_write_text(md_path, kept_md)
+        written.remove(md_path)
+    return written
 
 
 def declared_utility_metrics(tasks: Iterable[str]) -> dict[str, str]:
