@@ -35,15 +35,27 @@ def _is_sweep_row(row: dict[str, Any]) -> bool:
 PanelKey = tuple[str, str]  # (mechanism, canonical JSON of the parameters other than inv_dfil)
 
 
+MIN_SWEEP_POINTS = 3  # a curve against 1/dFIL needs at least this many levels to show a trend
+
+
 def _panels(rows: list[dict[str, Any]]) -> dict[str, dict[PanelKey, list[dict[str, Any]]]]:
-    """task -> (mechanism, fixed parameters) -> the attack rows of that 1/dFIL sweep."""
+    """task -> (mechanism, fixed parameters) -> the attack rows of that 1/dFIL sweep; only
+    sweeps over at least MIN_SWEEP_POINTS levels (one or two points draw no trend)."""
     out: dict[str, dict[PanelKey, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         if not _is_sweep_row(row):
             continue
         fixed = {k: v for k, v in row["params"].items() if k != SWEEP}
         out[row["task"]][(row["mechanism"], canonical_json(fixed))].append(row)
-    return out
+    sweeps = {
+        task: {
+            key: panel
+            for key, panel in panels.items()
+            if len({float(r["params"][SWEEP]) for r in panel}) >= MIN_SWEEP_POINTS
+        }
+        for task, panels in out.items()
+    }
+    return {task: panels for task, panels in sweeps.items() if panels}
 
 
 def _title(key: PanelKey, keys: list[PanelKey]) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.hashing import canonical_json
+from bench.report.label_layout import place_labels
 from bench.report.labels import (
     WORST_CASE,
     alternative_scoring,
@@ -149,15 +150,6 @@ def frontier_png(
     mechanisms = sorted({p.mechanism for p in points})
     colours = colours or {m: f"C{i % 10}" for i, m in enumerate(mechanisms)}
     for p in points:
-        if privacy_label(p.params):  # which privacy level each point is
-            ax.annotate(
-                privacy_label(p.params),
-                (p.attack, p.utility),
-                textcoords="offset points",
-                xytext=(4, 4),
-                fontsize=7,
-                color=colours[p.mechanism],
-            )
         ax.errorbar(
             p.attack,
             p.utility,
@@ -200,6 +192,14 @@ def frontier_png(
     ax.set_ylabel(f"{utility} (95% CI)")
     ax.set_title(f"{task}: privacy-utility frontier (o on the frontier, x dominated)")
     fig.tight_layout()
+    # Which privacy level each point is, once the layout is final (label_layout measures
+    # pixels); the frontier's own points are labelled first.
+    labelled = sorted((p for p in points if privacy_label(p.params)), key=lambda p: not p.pareto)
+    place_labels(
+        ax,
+        [(privacy_label(p.params), p.attack, p.utility, colours[p.mechanism]) for p in labelled],
+        fontsize=7,
+    )
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()

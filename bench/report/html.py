@@ -183,6 +183,8 @@ def write_frontier_plots(
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         score, points = frontier_points(task_rows, utility)
         if not points or utility is None or score is None:
+            stale = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
+            stale.unlink(missing_ok=True)
             continue
         path = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
         png = frontier_png(

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from bench.fsutil import atomic_write
+from bench.report.label_layout import place_labels
 from bench.report.labels import (
     _by_config,
     _safe_name,
@@ -48,18 +49,21 @@ def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[s
     return points
 
 
-def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | None) -> bytes:
-    """A seaborn scatter of utility (with CI bars) against worst-case attack mse (log x)."""
+def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | None) -> bytes | None:
+    """A seaborn scatter of utility (with CI bars) against worst-case attack mse (log x);
+    None when no setting has both (e.g. a task attacked by top-1 only): nothing to plot."""
     import pandas as pd
     import seaborn as sns
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter
 
+    every = _plot_points(rows, utility)
+    points = [p for p in every if not p["reference"]]
+    if not points:
+        return None
     fig = Figure(figsize=(6.0, 4.5), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.subplots()
-    every = _plot_points(rows, utility)
     # Unprotected settings (identity) are a reference line, not points: their attack MSE of
     # ~0 would set the log scale and squeeze every mechanism into a corner.
     for ref in (p for p in every if p["reference"]):
@@ -86,7 +90,6 @@ def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | No
             fontsize=7,
             color="0.3",
         )
-    points = [p for p in every if not p["reference"]]
     if points:
         df = pd.DataFrame(points)
         ax.errorbar(
@@ -110,27 +113,33 @@ def privacy_utility_png(task: str, rows: list[dict[str, Any]], utility: str | No
             s=50,
             zorder=2,
         )
-        for p in points:
-            if p["label"]:
-                ax.annotate(
-                    p["label"],
-                    (p["mse"], p["utility"]),
-                    textcoords="offset points",
-                    xytext=(4, 4),
-                    fontsize=7,
-                    color="0.25",
-                )
         ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels overlap on short ranges
-    else:
-        ax.text(0.5, 0.5, "no (utility, attack) pairs to plot", ha="center", va="center")
+        label_log_axis(ax.xaxis, [p["mse"] for p in points])
     ax.set_xlabel("worst-case attack MSE (min over attacks; higher = more private)")
     ax.set_ylabel(f"{utility or 'utility'} (95% CI)")
     ax.set_title(f"{task}: privacy-utility")
     fig.tight_layout()
+    place_labels(
+        ax,
+        [(p["label"], p["mse"], p["utility"], "0.25") for p in points if p["label"]],
+        fontsize=7,
+    )
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     return buf.getvalue()
+
+
+def label_log_axis(axis: Any, values: list[float]) -> None:
+    """Tick labels on a log axis whatever its range: inside one decade matplotlib's default
+    has no major tick to label (and minor labels crowd), so ticks go at 1-2-5 steps with
+    plain numbers; wider ranges keep the decades."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    positive = [v for v in values if v > 0]
+    axis.set_minor_formatter(NullFormatter())
+    if positive and max(positive) / min(positive) < 100:
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
 
 
 def _as_image(a: np.ndarray) -> np.ndarray:

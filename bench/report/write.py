@@ -84,17 +84,34 @@ def write_leaderboard(
         if all(r["attack"] is None for r in task_rows):
             continue  # utility against attack MSE: nothing to plot without an attack
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
-        path = out_dir / "plots" / f"{_safe_name(task)}.png"
-        atomic_write(path, privacy_utility_png(task, task_rows, utility))
-        written.append(path)
+        png = privacy_utility_png(task, task_rows, utility)
+        if png is not None:  # no empty plot: the page says nothing instead
+            path = out_dir / "plots" / f"{_safe_name(task)}.png"
+            atomic_write(path, png)
+            written.append(path)
     for task, entries in sorted((examples or {}).items()):
         if entries:
             path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
             atomic_write(path, reconstruction_grid_png(task, entries))
             written.append(path)
     written += _write_paper_plots(rows, out_dir)
+    _drop_stale_plots(out_dir, written, keep_grids=not examples)
     written += write_index_html(out_dir, doc, utility_metrics, reproductions, inputs_digest)
     return written
+
+
+def _drop_stale_plots(out_dir: Path, written: list[Path], keep_grids: bool) -> None:
+    """Remove plots a previous write left that this one did not draw (a plot now judged
+    empty, a sweep now too short), so the page never shows one; reconstruction grids are
+    kept when this write has no examples to draw them from (a refresh). Frontier plots are
+    the page writer's own (`write_frontier_plots`)."""
+    drawn = {Path(p).name for p in written}
+    for png in (out_dir / "plots").glob("*.png"):
+        own = not png.stem.endswith("_frontier") and not (
+            keep_grids and png.stem.endswith("_reconstructions")
+        )
+        if own and png.name not in drawn:
+            png.unlink()
 
 
 def refresh_reproductions(out_dir: Path) -> list[Path]:
