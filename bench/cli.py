@@ -603,6 +603,11 @@ def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:
     finally:
         if db:
             db.close()
+    from bench.report.estimate import committed_job_seconds
+
+    board = Path("leaderboards") / suite
+    from_board = {k: v for k, v in committed_job_seconds(board).items() if k not in durations}
+    durations = {**from_board, **durations}
     unique = len({j.hash for j in jobs})
     typer.echo(
         f"{suite}: {unique} jobs selected, {unique - len(pending)} stored, {len(pending)} would run"
@@ -616,10 +621,17 @@ def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:
         estimate = f"~{mean * n:,.0f} s" if mean is not None else "no timing stored"
         typer.echo(f"  {' / '.join(kind):60s} {n:5d} jobs  {estimate}")
     if pending and unknown == len(pending):
-        typer.echo("estimate: none yet (no job of these kinds is in the store)")
+        typer.echo("estimate: none yet (no job of these kinds is in the store or its board)")
         return
     hint = f"; {unknown} jobs have no stored timing" if unknown else ""
-    typer.echo(f"estimate: ~{total / 60:,.1f} min of job time (divide by --jobs){hint}")
+    used = {job_kind(j) for j in pending} & set(from_board)
+    source = (
+        f"; {len(used)} kinds timed from the committed board {board} (stage timings: shared "
+        "artifacts count in every job, so high where jobs share them)"
+        if used
+        else ""
+    )
+    typer.echo(f"estimate: ~{total / 60:,.1f} min of job time (divide by --jobs){hint}{source}")
 
 
 def _summary_lines(board: Path, suite: Suite) -> list[str]:
