@@ -73,7 +73,9 @@ def test_rerun_executes_nothing_and_reproduces_the_leaderboard(
     # The end-of-run summary: each setting's utility and strongest attack, then the page.
     assert "fmnist: accuracy; strongest attack by ssim" in first
     assert re.search(
-        r"gauss-input\(eps=1.0, r=0.5\) +accuracy +[0-9.]+ +attack [0-9.]+ \(\w+\)", first
+        r"gauss-input\(eps=1.0, r=0.5\) +accuracy +[0-9.]+ \[[0-9.]+, [0-9.]+\] +"
+        r"attack [0-9.]+ \(\w+\)",
+        first,
     )
     assert re.search(r"^leaderboard: /\S+/lb/index\.html$", first, re.MULTILINE)
     estimate = _dry_run(monkeypatch, capsys, tiny_suite, tmp_path, "--seeds", "3")

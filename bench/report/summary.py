@@ -1,5 +1,6 @@
-"""The end-of-run summary `bench run` prints: per task, each setting's utility and its
-strongest attack (named), with only the parameters that differ from the defaults."""
+"""The end-of-run summary `bench run` prints: per task, each setting's utility with its CI
+and its strongest attack (named), with only the parameters that differ from the defaults,
+and the flags a reader must see first (at chance, constant predictor, unreliable)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,30 @@ def _entry(metric: dict[str, Any] | None) -> str:
     return "-" if metric is None else f"{metric['value']:.4g}"
 
 
+def _with_ci(metric: dict[str, Any] | None) -> str:
+    """A value with its 95% CI, e.g. "0.702 [0.68, 0.723]"."""
+    if metric is None:
+        return "-"
+    lo, hi = metric["ci"]
+    return f"{metric['value']:.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def _flags(row: dict[str, Any] | None) -> str:
+    """The utility row's flags a reader must see before trusting the number."""
+    if row is None:
+        return ""
+    flags = [
+        words
+        for key, words in (
+            ("at_chance", "AT CHANCE"),
+            ("constant_predictor", "CONSTANT"),
+            ("unreliable", "UNRELIABLE"),
+        )
+        if row.get(key)
+    ]
+    return f"  [{', '.join(flags)}]" if flags else ""
+
+
 def summary_lines(
     rows: list[dict[str, Any]], defaults: dict[str, dict[str, Any]], utility: dict[str, str]
 ) -> list[str]:
@@ -38,9 +63,12 @@ def summary_lines(
         settings: dict[str, dict[str, Any]] = {}
         for row in task_rows:
             key = canonical_json([row["mechanism"], row["params"]])
-            entry = settings.setdefault(key, {"row": row, "utility": None, "worst": None})
+            entry = settings.setdefault(
+                key, {"row": row, "utility": None, "utility_row": None, "worst": None}
+            )
             if row["attack"] is None:
                 entry["utility"] = row["metrics"].get(metric)
+                entry["utility_row"] = row
             elif row["attack"] == WORST_CASE:
                 entry["worst"] = row
         for entry in settings.values():
@@ -53,5 +81,7 @@ def summary_lines(
             if worst is not None and held is not None:
                 source = (worst.get("sources") or {}).get(held, "?")
                 attack = f"{_entry(worst['metrics'][held])} ({source})"
-            lines.append(f"  {name:44s} {metric} {_entry(entry['utility']):>7s}  attack {attack}")
+            utility_text = _with_ci(entry["utility"])
+            flags = _flags(entry["utility_row"])
+            lines.append(f"  {name:44s} {metric} {utility_text:>22s}  attack {attack}{flags}")
     return lines
