@@ -43,3 +43,12 @@ class JobsFailedError(BenchError):
 
 class DeviceError(ConfigError):
     """A device string bench does not know, or a device this machine does not have."""
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """ " (did you mean 'smoke'?)" for a near miss among `known` names, else "": a typo
+    gets the fix in the same line as the error."""
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

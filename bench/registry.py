@@ -14,7 +14,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
-from bench.errors import BenchError, UnknownNameError
+from bench.errors import BenchError, UnknownNameError, did_you_mean
 
 T = TypeVar("T")
 
@@ -73,8 +73,11 @@ class Registry(Generic[T]):
             return self._items[name]
         if ":" in name:  # `module:Class`, for plug-ins not installed as a distribution
             return load_object(name, self.kind)
-        known = ", ".join(sorted(self._items))
-        raise UnknownNameError(f"unknown {self.kind} '{name}'; known {self.kind}s: {known}")
+        names = sorted(self._items)
+        hint = did_you_mean(name, names)
+        raise UnknownNameError(
+            f"unknown {self.kind} '{name}'{hint}; known {self.kind}s: {', '.join(names)}"
+        )
 
     def names(self) -> list[str]:
         self._load()

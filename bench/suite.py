@@ -30,7 +30,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench.errors import ConfigError, DeviceError, SuiteFileError, UnknownNameError
+from bench.errors import (
+    ConfigError,
+    DeviceError,
+    SuiteFileError,
+    UnknownNameError,
+    did_you_mean,
+)
 from bench.params import normalise_options
 from bench.registry import ATTACKS, MECHANISMS, TASKS
 
@@ -119,15 +125,21 @@ def selects(
 
 
 def suite_file(name_or_path: str) -> Path:
-    """The file of a suite given by registered name or by path to a .toml file."""
+    """The file of a suite given by registered name or by path to a .toml file. A path that
+    does not exist is "not found" (not an unknown name); a near-miss name gets a
+    suggestion."""
     path = Path(name_or_path)
-    if not (path.suffix == ".toml" and path.exists()):
-        path = suite_dir() / f"{name_or_path}.toml"
+    if path.suffix == ".toml" or len(path.parts) > 1:
         if not path.exists():
-            known = ", ".join(available_suites())
-            raise UnknownNameError(
-                f"unknown suite '{name_or_path}'; known suites: {known} (or pass a .toml path)"
-            )
+            raise UnknownNameError(f"suite file not found: {name_or_path}")
+        return path
+    path = suite_dir() / f"{name_or_path}.toml"
+    if not path.exists():
+        names = available_suites()
+        raise UnknownNameError(
+            f"unknown suite '{name_or_path}'{did_you_mean(name_or_path, names)}; known "
+            f"suites: {', '.join(names)} (or pass a .toml path)"
+        )
     return path
 
 

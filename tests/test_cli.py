@@ -57,6 +57,9 @@ def test_help_everywhere(tmp_path) -> None:
     ("args", "fragments"),
     [
         (["run", "--suite", "no-such-suite"], ["unknown suite 'no-such-suite'", "smoke"]),
+        (["run", "--suite", "smok"], ["unknown suite 'smok' (did you mean 'smoke'?)"]),
+        (["run", "--suite", "no-such-dir/x.toml"], ["suite file not found: no-such-dir/x.toml"]),
+        (["validate", "gauss-inptu"], ["unknown mechanism 'gauss-inptu' (did you mean"]),
         (["list", "gadgets"], ["cannot list 'gadgets'"]),
         (["leaderboard", "--suite", "smoke", "--store", "missing.sqlite"], ["no result store"]),
         (["compare", "missing.json", "missing.json"], ["missing.json"]),
