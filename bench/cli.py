@@ -105,7 +105,6 @@ def list_cmd(
     """List registered components of one kind."""
     from bench.metrics import METRICS
     from bench.registry import ATTACKS, MECHANISMS, TASKS
-    from bench.suite import available_suites
 
     registries = {"tasks": TASKS, "mechanisms": MECHANISMS, "attacks": ATTACKS}
     if kind in registries:
@@ -126,16 +125,30 @@ def list_cmd(
         for spec in METRICS.values():
             typer.echo(f"{spec.name:16s} {spec.better:6s}-is-better  {spec.description}")
     elif kind == "suites":
-        from bench.suite import load_suite
-
-        for name in available_suites():
-            text = " ".join(load_suite(name).description.split())
-            short = text if len(text) <= 110 else text[:110].rsplit(" ", 1)[0] + " ..."
-            typer.echo(f"{name:16s} {short}")
+        _list_suites()
     else:
         raise ConfigError(
             f"cannot list '{kind}'; choose tasks, mechanisms, attacks, metrics or suites"
         )
+
+
+def _list_suites() -> None:
+    """Every shipped suite: version, the jobs of its committed board, what it needs that a
+    fresh machine lacks, and its whole description (wrapped, never cut)."""
+    import shutil
+    import textwrap
+
+    from bench.suite import suite_dir
+    from bench.suite_catalog import suite_entry
+
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+    for path in sorted(suite_dir().glob("*.toml"), key=lambda p: p.stem):
+        entry = suite_entry(path, Path("leaderboards"))
+        jobs = f"{entry.jobs} jobs" if entry.jobs is not None else "no committed board"
+        needs = f" · needs {', '.join(entry.needs)}" if entry.needs else ""
+        typer.echo(f"{entry.name} (v{entry.version}; {jobs}{needs})")
+        typer.echo(textwrap.fill(entry.description, width, initial_indent="    ",
+                                 subsequent_indent="    "))  # fmt: skip
 
 
 @app.command()

@@ -4,6 +4,7 @@ stored), plug-ins through entry points, and regression comparison."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -195,3 +196,14 @@ def test_compare_exit_codes(tmp_path, monkeypatch, capsys) -> None:
     loose = compare(base, worse_utility, "--tolerance", "accuracy=0.5")
     assert loose.returncode == 0, loose.stdout
     _one_line_error(compare(base, same, "--tolerance", "mse=abc"), "mse=abc")
+
+
+def test_list_suites_shows_versions_jobs_needs_and_whole_descriptions(monkeypatch, capsys) -> None:
+    monkeypatch.chdir(ROOT)
+    out = cli_here(monkeypatch, capsys, "list", "suites", cwd=ROOT).stdout
+    assert re.search(r"^lucid-adult \(v\d+; \d+ jobs\)$", out, re.MULTILINE)
+    assert "ip-cifar10 (v1; no committed board · needs full cifar10 data)" in out
+    from bench.suite import load_suite
+
+    default = load_suite("default").description
+    assert " ".join(default.split())[-60:] in " ".join(out.split())  # never cut
