@@ -9,6 +9,7 @@ again.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,6 +20,13 @@ from bench import __version__
 from bench.data.cli import data_app
 from bench.data.locations import cache_dir
 from bench.errors import BenchError, ConfigError, JobsFailedError
+from bench.preflight import (
+    MAX_SEEDS,
+    board_dir,
+    check_dir_target,
+    check_file_target,
+    during_run,
+)
 
 if TYPE_CHECKING:
     from bench.jobs import Job
@@ -48,12 +56,10 @@ app.add_typer(data_app, name="data")
 
 
 def _cache_root(store: Path) -> Path:
-    """The artifact cache directory; a path that exists and is not a directory is refused."""
+    """The artifact cache directory; one that is not a directory, or that cannot be created
+    or written, is refused (one line, exit 2) before any job runs."""
     root = cache_dir(store)
-    if root.exists() and not root.is_dir():
-        raise ConfigError(
-            f"artifact cache {root} is not a directory; point BENCH_CACHE at a directory"
-        )
+    check_dir_target(root, "artifact cache (BENCH_CACHE)")
     return root
 
 
@@ -147,7 +153,8 @@ def run(
         str | None, typer.Option(help="Only this attack (utility jobs are kept).")
     ] = None,
     seeds: Annotated[
-        int | None, typer.Option(min=1, help="Override the suite's seed count.")
+        int | None,
+        typer.Option(min=1, max=MAX_SEEDS, help="Override the suite's seed count."),
     ] = None,
     store: StoreOpt = DEFAULT_STORE,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (local).")] = 1,
@@ -171,6 +178,8 @@ def run(
     from bench.plan_cache import plan_key, warm_rerun
     from bench.suite import selects
 
+    if not dry_run:  # at once: a FIFO store would block the open forever
+        check_file_target(store, "store")
     # Taken before the jobs are listed, from the inputs they are listed from.
     planned = not dry_run and executor == "local" and device in (None, "cpu")
     key = plan_key(suite, seeds, device) if planned else None
@@ -190,7 +199,7 @@ def run(
 
     from bench.api import expand_suite, write_suite_leaderboard
     from bench.executors import make_executor
-    from bench.runner import run_jobs
+    from bench.runner import lease_timeout_s, run_jobs
     from bench.store_guard import open_store
 
     runner = make_executor(executor, workers=jobs, address=address)
@@ -211,16 +220,26 @@ def run(
     if dry_run:
         _print_plan(loaded.name, selected, store)
         return
+    # Everything the run will write is checked before the store is opened (or created), so
+    # a refused run leaves no file behind and runs no job whose results it cannot keep.
+    lease_timeout = lease_timeout_s()
+    cache_root = _cache_root(store)
+    board = board_dir(out, loaded.name)
+    check_dir_target(board, "leaderboard directory")
     db = open_store(store)
     try:
-        summary = run_jobs(
-            selected,
-            db,
-            _cache_root(store),
-            executor=runner,
-            progress=progress,
-            on_failure=_announce_failure,
-        )
+        try:
+            summary = run_jobs(
+                selected,
+                db,
+                cache_root,
+                executor=runner,
+                progress=progress,
+                lease_timeout=lease_timeout,
+                on_failure=_announce_failure,
+            )
+        except (OSError, sqlite3.Error) as exc:
+            raise during_run(exc, f"store {store}") from exc
         failed = f", {len(summary.failed)} failed" if summary.failed else ""
         typer.echo(
             f"{loaded.name}: {summary.executed} jobs run, {summary.skipped} already stored, "
@@ -236,18 +255,20 @@ def run(
                 f"{loaded.name} are stored; run without filters to complete it"
             )
             return
-        board_dir = out or Path("leaderboards") / loaded.name
-        # Nothing new ran: a leaderboard that already shows these results is left as it is.
-        paths = write_suite_leaderboard(
-            loaded, all_jobs, db, board_dir, only_if_stale=summary.executed == 0
-        )
-        lines = _summary_lines(paths[0], loaded)
+        try:
+            # Nothing new ran: a leaderboard that already shows these results is left as is.
+            paths = write_suite_leaderboard(
+                loaded, all_jobs, db, board, only_if_stale=summary.executed == 0
+            )
+            lines = _summary_lines(paths[0], loaded)
+            _refresh_site_index(board)
+            if executor == "local" and key is not None:
+                _keep_plan(key, loaded, all_jobs, db, store, board, lines)
+        except (OSError, sqlite3.Error) as exc:
+            raise during_run(exc, f"leaderboard {board}") from exc
         for line in lines:
             typer.echo(line)
         typer.echo(f"leaderboard: {_page_of(paths[0])}")
-        _refresh_site_index(board_dir)
-        if executor == "local" and key is not None:
-            _keep_plan(key, loaded, all_jobs, db, store, board_dir, lines)
     except KeyboardInterrupt:
         print(
             "bench: interrupted; finished jobs are stored, run the same command to resume",
@@ -338,7 +359,9 @@ def leaderboard(
     root: Annotated[
         Path, typer.Option(help="Where the committed leaderboards live (with --all).")
     ] = Path("leaderboards"),
-    seeds: Annotated[int | None, typer.Option(min=1, help="Seed count the run used.")] = None,
+    seeds: Annotated[
+        int | None, typer.Option(min=1, max=MAX_SEEDS, help="Seed count the run used.")
+    ] = None,
     store: StoreOpt = DEFAULT_STORE,
     out: Annotated[Path | None, typer.Option(help="Output directory [leaderboards/SUITE].")] = None,
     device: DeviceOpt = None,
@@ -384,11 +407,15 @@ def _write_suite_from_store(
                 f"{missing} of {len(all_jobs)} jobs of suite {loaded.name} are not in {store}; "
                 f"run `bench run --suite {suite}` first"
             )
-        board_dir = out or Path("leaderboards") / loaded.name
-        written = write_suite_leaderboard(loaded, all_jobs, db, board_dir)
+        board = board_dir(out, loaded.name)
+        check_dir_target(board, "leaderboard directory")
+        try:
+            written = write_suite_leaderboard(loaded, all_jobs, db, board)
+            site = _refresh_site_index(board)
+        except OSError as exc:
+            raise during_run(exc, f"leaderboard {board}") from exc
     finally:
         db.close()
-    site = _refresh_site_index(board_dir)
     return [*written, site] if site else written
 
 
