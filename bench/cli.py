@@ -713,15 +713,21 @@ def compare(
     ] = False,
 ) -> None:
     """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance
-    (with --exact: when any non-timing number differs)."""
+    (with --exact: when any non-timing number differs). Both boards must follow the
+    leaderboard JSON Schema (exit 2 naming the first violation)."""
     from bench.report.compare import compare as compare_boards
     from bench.report.compare import parse_tolerances
     from bench.report.load import load_leaderboard
+    from bench.report.schema_check import check_schema
 
     default, per_metric = parse_tolerances(tolerance or [])
+    boards = []
+    for path in (baseline, candidate):
+        board = load_leaderboard(path)
+        check_schema(board, path)  # after load: a missing file or bad JSON says so first
+        boards.append(board)
     report = compare_boards(
-        load_leaderboard(baseline),
-        load_leaderboard(candidate),
+        *boards,
         tolerance=0.05 if default is None else default,
         metric_tolerances=per_metric,
         cost_tolerance=cost_tolerance,

@@ -448,3 +448,42 @@ def test_fuzzed_names_and_numbers_parse_or_fail_in_one_line(
         return
     assert n_test <= 10_000 and attack_samples <= n_test
     assert {j.seed for j in jobs} == set(range(suite.seeds))
+
+
+# ----------------------------------------------------------------------- compare
+
+BOARD = Path(__file__).resolve().parents[1] / "leaderboards" / "smoke" / "leaderboard.json"
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ("extra-top-level-key", "Additional properties are not allowed ('extra' was unexpected)"),
+        ("bad-code-version", "at code_version"),
+        ("metric-without-ci", "rows[0] metric"),  # the reader's own check comes first
+    ],
+)
+@pytest.mark.parametrize("side", ["baseline", "candidate"])
+def test_compare_refuses_a_board_that_fails_the_schema(
+    tmp_path, monkeypatch, capsys, change: str, fragment: str, side: str
+) -> None:
+    import json
+
+    doc = json.loads(BOARD.read_text())
+    if change == "extra-top-level-key":
+        doc["extra"] = 1
+    elif change == "bad-code-version":
+        doc["code_version"] = "not a version"
+    else:
+        first = next(iter(doc["rows"][0]["metrics"]))
+        del doc["rows"][0]["metrics"][first]["ci"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    args = (str(BOARD), str(bad)) if side == "candidate" else (str(bad), str(BOARD))
+    line = _refused(monkeypatch, capsys, tmp_path, "compare", *args, fragment=fragment)
+    assert str(bad) in line
+
+
+def test_compare_accepts_a_committed_board_against_itself(tmp_path, monkeypatch, capsys) -> None:
+    done = cli_here(monkeypatch, capsys, "compare", str(BOARD), str(BOARD), "--exact")
+    assert done.returncode == 0, done.stderr
