@@ -52,6 +52,7 @@ DeviceOpt = Annotated[
     ),
 ]
 DEFAULT_STORE = Path(".bench/results.sqlite")
+INCONCLUSIVE_EXIT = 3  # `bench validate`: no check failed, but the audit had too little power
 app.add_typer(data_app, name="data")
 
 
@@ -758,8 +759,23 @@ def validate(
         ),
     ] = None,
     fit_budget: Annotated[float, typer.Option(help="Fit time budget in seconds.")] = 300.0,
+    min_power: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Power the audit needs (its chance of refuting 1.25x the claimed eps at the "
+            "draws used) for a pass to count; below it the verdict is INCONCLUSIVE.",
+        ),
+    ] = 0.8,
+    allow_inconclusive: Annotated[
+        bool,
+        typer.Option(help="Exit 0 on an INCONCLUSIVE verdict (it is still printed)."),
+    ] = False,
 ) -> None:
-    """Check a mechanism's contract, then audit its privacy claim; exit 1 when a check fails."""
+    """Check a mechanism's contract, then audit its privacy claim. Exit 1 when a check
+    fails; exit 3 when none fails but the audit is inconclusive (too little power to have
+    caught a violation; --allow-inconclusive: exit 0); else 0."""
     from bench.validation import parse_params, prepare, run_checks
 
     mut = prepare(
@@ -771,9 +787,11 @@ def validate(
         fit_budget_s=fit_budget,
         audit_options={} if draws is None else {"n_draws": draws},
     )
-    report = run_checks(mut)
+    report = run_checks(mut, min_power=min_power)
     typer.echo(report.format())
-    raise typer.Exit(0 if report.ok else 1)
+    if not report.ok:
+        raise typer.Exit(1)
+    raise typer.Exit(INCONCLUSIVE_EXIT if report.inconclusive and not allow_inconclusive else 0)
 
 
 def main() -> None:
