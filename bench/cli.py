@@ -172,10 +172,15 @@ def run(
         typer.Option(help="List what would run and estimate its time; run nothing."),
     ] = False,
     device: DeviceOpt = None,
+    max_failures: Annotated[
+        int | None,
+        typer.Option(min=1, help="Stop the run once this many jobs have failed (default: never)."),
+    ] = None,
 ) -> None:
     """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
-    that raises fails alone: the others run on, and the run ends listing the failed jobs
-    (exit 1); the same command then runs only those."""
+    that raises, or whose worker process dies (--jobs > 1), fails alone: the others run on
+    (up to --max-failures failed jobs), and the run ends listing the failed jobs (exit 1);
+    the same command then runs only those."""
     from bench.plan_cache import plan_key, warm_rerun
     from bench.suite import selects
 
@@ -238,6 +243,7 @@ def run(
                 progress=progress,
                 lease_timeout=lease_timeout,
                 on_failure=_announce_failure,
+                max_failures=max_failures,
             )
         except (OSError, sqlite3.Error) as exc:
             raise during_run(exc, f"store {store}") from exc
@@ -247,7 +253,12 @@ def run(
             f"{summary.total} selected{failed}"
         )
         if summary.failed:
-            _report_failures(summary.failed, summary.executed + len(summary.failed), store)
+            _report_failures(
+                summary.failed,
+                summary.executed + len(summary.failed),
+                store,
+                max_failures if summary.stopped else None,
+            )
         unique = {j.hash for j in all_jobs}
         stored = db.stored_hashes(list(unique))
         if len(stored) < len(unique):
@@ -291,12 +302,16 @@ def _announce_failure(failed: FailedJob) -> None:
     )
 
 
-def _report_failures(failed: list[FailedJob], attempted: int, store: Path) -> None:
+def _report_failures(
+    failed: list[FailedJob], attempted: int, store: Path, stopped_at: int | None = None
+) -> None:
     """The end of a run with failed jobs: one line each on stderr (hash, job, error), then
-    raise JobsFailedError (exit 1) saying where the tracebacks are and how to resume."""
+    raise JobsFailedError (exit 1) saying where the tracebacks are and how to resume;
+    `stopped_at`: the run stopped at that many failures (--max-failures)."""
+    stop = f"; stopped at --max-failures {stopped_at}" if stopped_at is not None else ""
     print(
         f"bench: {len(failed)} of {attempted} jobs failed (not stored: the same command "
-        "runs them again):",
+        f"runs them again){stop}:",
         file=sys.stderr,
     )
     for item in failed[:FAILURES_LISTED]:
