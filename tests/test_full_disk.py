@@ -99,3 +99,35 @@ def test_run_on_a_full_disk_is_one_line_exit_1_and_resumes(tiny_run, tmp_path: P
     resumed = subprocess.run(args, cwd=where, env=_env(), capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert f"{12 - partial} jobs run, {partial} already stored" in resumed.stdout
+
+
+@pytest.mark.slow
+def test_a_board_that_cannot_be_written_after_the_jobs_is_one_line_exit_1(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """The jobs run and are stored; writing the leaderboard then fails (a full disk): one
+    line naming the file and the fix, exit 1, and the stored jobs stay for the rerun."""
+    import errno
+
+    from tests.conftest import cli_here
+    from tests.faulty_plugins import FAULTS_ENV
+    from tests.test_job_failures import SUITE
+
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(FAULTS_ENV, raising=False)
+    (tmp_path / "faults.toml").write_text(SUITE)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "lb/index.html")
+
+    monkeypatch.setattr("bench.api.write_suite_leaderboard", full)
+    done = cli_here(monkeypatch, capsys, *tiny_run_args(Path("faults.toml")), cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1, done.stderr
+    assert lines == [
+        "bench: error: writing lb/index.html failed: No space left on device: the disk is "
+        "full; free space and run the same command to resume"
+    ]
+    conn = sqlite3.connect(tmp_path / "r.sqlite")
+    assert conn.execute("SELECT COUNT(*) FROM jobs").fetchone() == (12,)
+    conn.close()
