@@ -181,11 +181,13 @@ def run(
     that raises, or whose worker process dies (--jobs > 1), fails alone: the others run on
     (up to --max-failures failed jobs), and the run ends listing the failed jobs (exit 1);
     the same command then runs only those."""
-    from bench.plan_cache import plan_key, warm_rerun
-    from bench.suite import selects
-
     if not dry_run:  # at once: a FIFO store would block the open forever
         check_file_target(store, "store")
+        from bench.store_guard import check_store
+
+        check_store(store)  # another schema: refused before the suite is expanded
+    from bench.plan_cache import plan_key, warm_rerun
+    from bench.suite import selects
     # Taken before the jobs are listed, from the inputs they are listed from.
     planned = not dry_run and executor == "local" and device in (None, "cpu")
     key = plan_key(suite, seeds, device) if planned else None
@@ -245,8 +247,9 @@ def run(
                 on_failure=_announce_failure,
                 max_failures=max_failures,
             )
-        except (OSError, sqlite3.Error) as exc:
-            raise during_run(exc, f"store {store}") from exc
+        except (OSError, sqlite3.Error) as exc:  # SQLite's errors are the store's
+            where = f"store {store}" if isinstance(exc, sqlite3.Error) else "a file of the run"
+            raise during_run(exc, where) from exc
         failed = f", {len(summary.failed)} failed" if summary.failed else ""
         typer.echo(
             f"{loaded.name}: {summary.executed} jobs run, {summary.skipped} already stored, "

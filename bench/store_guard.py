@@ -57,13 +57,21 @@ def _check_existing(path: Path) -> None:
             )
 
 
-def open_store(path: Path) -> ResultStore:
-    """ResultStore(path), with every way the path can be unusable a one-line ConfigError;
-    a store file this call created is removed again when it cannot be opened."""
+def check_store(path: Path) -> bool:
+    """Every check `open_store` makes, without opening (or creating) the store: True when
+    the file exists (and is a bench store of this schema version)."""
     path = Path(path)
     existed = check_file_target(path, "store")
     if existed:
         _check_existing(path)
+    return existed
+
+
+def open_store(path: Path) -> ResultStore:
+    """ResultStore(path), with every way the path can be unusable a one-line ConfigError;
+    a store file this call created is removed again when it cannot be opened."""
+    path = Path(path)
+    existed = check_store(path)
     try:
         return ResultStore(path)
     except (OSError, sqlite3.Error) as exc:

@@ -487,3 +487,38 @@ def test_compare_refuses_a_board_that_fails_the_schema(
 def test_compare_accepts_a_committed_board_against_itself(tmp_path, monkeypatch, capsys) -> None:
     done = cli_here(monkeypatch, capsys, "compare", str(BOARD), str(BOARD), "--exact")
     assert done.returncode == 0, done.stderr
+
+
+# ------------------------------------------------------- failures during a run
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (
+            sqlite3.OperationalError("disk I/O error"),
+            "writing store r.sqlite failed: disk I/O error: the disk may be full",
+        ),
+        (
+            sqlite3.OperationalError("attempt to write a readonly database"),
+            "writing store r.sqlite failed: attempt to write a readonly database: the store "
+            "is read-only",
+        ),
+        (
+            OSError(30, "Read-only file system", "lb/index.html"),
+            "writing lb/index.html failed: Read-only file system: the filesystem is read-only",
+        ),
+        (
+            OSError(20, "Not a directory", "lb/plots"),
+            "writing lb/plots failed: Not a directory: a parent is a file, not a directory",
+        ),
+        (OSError(28, "No space left on device"), "writing store r.sqlite failed: No space"),
+    ],
+    ids=["disk-io", "readonly-db", "read-only-fs", "not-a-directory", "no-space"],
+)
+def test_failures_during_a_run_are_one_line_naming_the_path_and_the_fix(exc, expected) -> None:
+    from bench.preflight import RunStorageError, during_run
+
+    error = during_run(exc, "store r.sqlite")
+    assert isinstance(error, RunStorageError) and error.exit_code == 1
+    assert str(error).startswith(expected) and "\n" not in str(error)
