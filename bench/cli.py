@@ -188,6 +188,7 @@ def run(
         check_store(store)  # another schema: refused before the suite is expanded
     from bench.plan_cache import plan_key, warm_rerun
     from bench.suite import selects
+
     # Taken before the jobs are listed, from the inputs they are listed from.
     planned = not dry_run and executor == "local" and device in (None, "cpu")
     key = plan_key(suite, seeds, device) if planned else None
