@@ -9,6 +9,7 @@ again.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,6 +20,13 @@ from bench import __version__
 from bench.data.cli import data_app
 from bench.data.locations import cache_dir
 from bench.errors import BenchError, ConfigError, JobsFailedError
+from bench.preflight import (
+    MAX_SEEDS,
+    board_dir,
+    check_dir_target,
+    check_file_target,
+    during_run,
+)
 
 if TYPE_CHECKING:
     from bench.jobs import Job
@@ -44,16 +52,15 @@ DeviceOpt = Annotated[
     ),
 ]
 DEFAULT_STORE = Path(".bench/results.sqlite")
+INCONCLUSIVE_EXIT = 3  # `bench validate`: no check failed, but the audit had too little power
 app.add_typer(data_app, name="data")
 
 
 def _cache_root(store: Path) -> Path:
-    """The artifact cache directory; a path that exists and is not a directory is refused."""
+    """The artifact cache directory; one that is not a directory, or that cannot be created
+    or written, is refused (one line, exit 2) before any job runs."""
     root = cache_dir(store)
-    if root.exists() and not root.is_dir():
-        raise ConfigError(
-            f"artifact cache {root} is not a directory; point BENCH_CACHE at a directory"
-        )
+    check_dir_target(root, "artifact cache (BENCH_CACHE)")
     return root
 
 
@@ -160,7 +167,8 @@ def run(
         str | None, typer.Option(help="Only this attack (utility jobs are kept).")
     ] = None,
     seeds: Annotated[
-        int | None, typer.Option(min=1, help="Override the suite's seed count.")
+        int | None,
+        typer.Option(min=1, max=MAX_SEEDS, help="Override the suite's seed count."),
     ] = None,
     store: StoreOpt = DEFAULT_STORE,
     jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (local).")] = 1,
@@ -177,10 +185,20 @@ def run(
         typer.Option(help="List what would run and estimate its time; run nothing."),
     ] = False,
     device: DeviceOpt = None,
+    max_failures: Annotated[
+        int | None,
+        typer.Option(min=1, help="Stop the run once this many jobs have failed (default: never)."),
+    ] = None,
 ) -> None:
     """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
-    that raises fails alone: the others run on, and the run ends listing the failed jobs
-    (exit 1); the same command then runs only those."""
+    that raises, or whose worker process dies (--jobs > 1), fails alone: the others run on
+    (up to --max-failures failed jobs), and the run ends listing the failed jobs (exit 1);
+    the same command then runs only those."""
+    if not dry_run:  # at once: a FIFO store would block the open forever
+        check_file_target(store, "store")
+        from bench.store_guard import check_store
+
+        check_store(store)  # another schema: refused before the suite is expanded
     from bench.plan_cache import plan_key, warm_rerun
     from bench.suite import selects
 
@@ -203,7 +221,7 @@ def run(
 
     from bench.api import expand_suite, write_suite_leaderboard
     from bench.executors import make_executor
-    from bench.runner import run_jobs
+    from bench.runner import lease_timeout_s, run_jobs
     from bench.store_guard import open_store
 
     runner = make_executor(executor, workers=jobs, address=address)
@@ -224,23 +242,40 @@ def run(
     if dry_run:
         _print_plan(loaded.name, selected, store)
         return
+    # Everything the run will write is checked before the store is opened (or created), so
+    # a refused run leaves no file behind and runs no job whose results it cannot keep.
+    lease_timeout = lease_timeout_s()
+    cache_root = _cache_root(store)
+    board = board_dir(out, loaded.name)
+    check_dir_target(board, "leaderboard directory")
     db = open_store(store)
     try:
-        summary = run_jobs(
-            selected,
-            db,
-            _cache_root(store),
-            executor=runner,
-            progress=progress,
-            on_failure=_announce_failure,
-        )
+        try:
+            summary = run_jobs(
+                selected,
+                db,
+                cache_root,
+                executor=runner,
+                progress=progress,
+                lease_timeout=lease_timeout,
+                on_failure=_announce_failure,
+                max_failures=max_failures,
+            )
+        except (OSError, sqlite3.Error) as exc:  # SQLite's errors are the store's
+            where = f"store {store}" if isinstance(exc, sqlite3.Error) else "a file of the run"
+            raise during_run(exc, where) from exc
         failed = f", {len(summary.failed)} failed" if summary.failed else ""
         typer.echo(
             f"{loaded.name}: {summary.executed} jobs run, {summary.skipped} already stored, "
             f"{summary.total} selected{failed}"
         )
         if summary.failed:
-            _report_failures(summary.failed, summary.executed + len(summary.failed), store)
+            _report_failures(
+                summary.failed,
+                summary.executed + len(summary.failed),
+                store,
+                max_failures if summary.stopped else None,
+            )
         unique = {j.hash for j in all_jobs}
         stored = db.stored_hashes(list(unique))
         if len(stored) < len(unique):
@@ -249,18 +284,20 @@ def run(
                 f"{loaded.name} are stored; run without filters to complete it"
             )
             return
-        board_dir = out or Path("leaderboards") / loaded.name
-        # Nothing new ran: a leaderboard that already shows these results is left as it is.
-        paths = write_suite_leaderboard(
-            loaded, all_jobs, db, board_dir, only_if_stale=summary.executed == 0
-        )
-        lines = _summary_lines(paths[0], loaded)
+        try:
+            # Nothing new ran: a leaderboard that already shows these results is left as is.
+            paths = write_suite_leaderboard(
+                loaded, all_jobs, db, board, only_if_stale=summary.executed == 0
+            )
+            lines = _summary_lines(paths[0], loaded)
+            _refresh_site_index(board)
+            if executor == "local" and key is not None:
+                _keep_plan(key, loaded, all_jobs, db, store, board, lines)
+        except (OSError, sqlite3.Error) as exc:
+            raise during_run(exc, f"leaderboard {board}") from exc
         for line in lines:
             typer.echo(line)
         typer.echo(f"leaderboard: {_page_of(paths[0])}")
-        _refresh_site_index(board_dir)
-        if executor == "local" and key is not None:
-            _keep_plan(key, loaded, all_jobs, db, store, board_dir, lines)
     except KeyboardInterrupt:
         print(
             "bench: interrupted; finished jobs are stored, run the same command to resume",
@@ -282,12 +319,16 @@ def _announce_failure(failed: FailedJob) -> None:
     )
 
 
-def _report_failures(failed: list[FailedJob], attempted: int, store: Path) -> None:
+def _report_failures(
+    failed: list[FailedJob], attempted: int, store: Path, stopped_at: int | None = None
+) -> None:
     """The end of a run with failed jobs: one line each on stderr (hash, job, error), then
-    raise JobsFailedError (exit 1) saying where the tracebacks are and how to resume."""
+    raise JobsFailedError (exit 1) saying where the tracebacks are and how to resume;
+    `stopped_at`: the run stopped at that many failures (--max-failures)."""
+    stop = f"; stopped at --max-failures {stopped_at}" if stopped_at is not None else ""
     print(
         f"bench: {len(failed)} of {attempted} jobs failed (not stored: the same command "
-        "runs them again):",
+        f"runs them again){stop}:",
         file=sys.stderr,
     )
     for item in failed[:FAILURES_LISTED]:
@@ -351,7 +392,9 @@ def leaderboard(
     root: Annotated[
         Path, typer.Option(help="Where the committed leaderboards live (with --all).")
     ] = Path("leaderboards"),
-    seeds: Annotated[int | None, typer.Option(min=1, help="Seed count the run used.")] = None,
+    seeds: Annotated[
+        int | None, typer.Option(min=1, max=MAX_SEEDS, help="Seed count the run used.")
+    ] = None,
     store: StoreOpt = DEFAULT_STORE,
     out: Annotated[Path | None, typer.Option(help="Output directory [leaderboards/SUITE].")] = None,
     device: DeviceOpt = None,
@@ -413,11 +456,15 @@ def _write_suite_from_store(
                 f"{missing} of {len(all_jobs)} jobs of suite {loaded.name} are not in {store}; "
                 f"run `bench run --suite {suite}` first"
             )
-        board_dir = out or Path("leaderboards") / loaded.name
-        written = write_suite_leaderboard(loaded, all_jobs, db, board_dir)
+        board = board_dir(out, loaded.name)
+        check_dir_target(board, "leaderboard directory")
+        try:
+            written = write_suite_leaderboard(loaded, all_jobs, db, board)
+            site = _refresh_site_index(board)
+        except OSError as exc:
+            raise during_run(exc, f"leaderboard {board}") from exc
     finally:
         db.close()
-    site = _refresh_site_index(board_dir)
     return [*written, site] if site else written
 
 
@@ -734,15 +781,21 @@ def compare(
     ] = True,
 ) -> None:
     """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance
-    (with --exact: when any non-timing number differs); boards of two suites are refused."""
+    (with --exact: when any non-timing number differs); boards of two suites are refused.
+    Both boards must follow the leaderboard JSON Schema (exit 2 naming the first violation)."""
     from bench.report.compare import compare as compare_boards
     from bench.report.compare import parse_tolerances
     from bench.report.load import load_leaderboard
+    from bench.report.schema_check import check_schema
 
     default, per_metric = parse_tolerances(tolerance or [])
+    boards = []
+    for path in (baseline, candidate):
+        board = load_leaderboard(path)
+        check_schema(board, path)  # after load: a missing file or bad JSON says so first
+        boards.append(board)
     report = compare_boards(
-        load_leaderboard(baseline),
-        load_leaderboard(candidate),
+        *boards,
         tolerance=0.05 if default is None else default,
         metric_tolerances=per_metric,
         cost_tolerance=cost_tolerance,
@@ -774,8 +827,23 @@ def validate(
         ),
     ] = None,
     fit_budget: Annotated[float, typer.Option(help="Fit time budget in seconds.")] = 300.0,
+    min_power: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Power the audit needs (its chance of refuting 1.25x the claimed eps at the "
+            "draws used) for a pass to count; below it the verdict is INCONCLUSIVE.",
+        ),
+    ] = 0.8,
+    allow_inconclusive: Annotated[
+        bool,
+        typer.Option(help="Exit 0 on an INCONCLUSIVE verdict (it is still printed)."),
+    ] = False,
 ) -> None:
-    """Check a mechanism's contract, then audit its privacy claim; exit 1 when a check fails."""
+    """Check a mechanism's contract, then audit its privacy claim. Exit 1 when a check
+    fails; exit 3 when none fails but the audit is inconclusive (too little power to have
+    caught a violation; --allow-inconclusive: exit 0); else 0."""
     from bench.validation import parse_params, prepare, run_checks
 
     mut = prepare(
@@ -787,9 +855,11 @@ def validate(
         fit_budget_s=fit_budget,
         audit_options={} if draws is None else {"n_draws": draws},
     )
-    report = run_checks(mut)
+    report = run_checks(mut, min_power=min_power)
     typer.echo(report.format())
-    raise typer.Exit(0 if report.ok else 1)
+    if not report.ok:
+        raise typer.Exit(1)
+    raise typer.Exit(INCONCLUSIVE_EXIT if report.inconclusive and not allow_inconclusive else 0)
 
 
 def main() -> None:

@@ -23,13 +23,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
+from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Protocol, cast
@@ -239,8 +242,25 @@ class LocalExecutor:
     def _run_in_pool(self, feed: _Pull, cache_root: Path, on_start: OnStart) -> Results:
         """Spawned workers, each job submitted when a worker is free or about to be (one
         job queued beyond the workers, so none idles between jobs). Left early (Ctrl-C, the
-        runner stopped), the workers are stopped rather than waited for."""
+        runner stopped), the workers are stopped rather than waited for.
+
+        A worker that dies outright (a segfault, os.abort, the OOM killer) breaks the pool,
+        and the pool cannot say which of its jobs killed it: each job it held is then run
+        again alone in a fresh worker, where a death is that job's JobFailure, and a new
+        pool goes on with the feed."""
         ctx = multiprocessing.get_context("spawn")
+        _quiet_resource_tracker()
+        while True:
+            lost = yield from self._pool_session(ctx, feed, cache_root, on_start)
+            if lost is None:
+                return
+            yield from _run_alone(ctx, lost, cache_root)
+
+    def _pool_session(
+        self, ctx: BaseContext, feed: _Pull, cache_root: Path, on_start: OnStart
+    ) -> Generator[tuple[Job, JobOutcome | JobFailure], None, list[Job] | None]:
+        """One pool's run over the feed: None when the feed is done, else the jobs the pool
+        held when a worker died (their outcomes unknown)."""
         with ProcessPoolExecutor(
             self.workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
         ) as pool:
@@ -259,10 +279,82 @@ class LocalExecutor:
                     timeout = WAIT_S if feed.starved else None
                     done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
                     for fut in done:
-                        yield pending.pop(fut), fut.result()
+                        job = pending.pop(fut)
+                        try:
+                            outcome = fut.result()
+                        except BrokenProcessPool:
+                            lost = [job, *pending.values()]
+                            pending.clear()
+                            return lost
+                        yield job, outcome
             finally:
                 if pending:
                     _stop_pool(pool)
+        return None
+
+
+def _run_alone(ctx: BaseContext, jobs: list[Job], cache_root: Path) -> Results:
+    """Each of `jobs` in turn on a single worker: its outcome, or, when the worker dies, a
+    JobFailure saying so (with the signal or exit code), since a death there is that job's
+    alone; a new worker then takes the next job."""
+    pool: ProcessPoolExecutor | None = None
+    try:
+        for job in jobs:
+            if pool is None:
+                pool = ProcessPoolExecutor(
+                    1, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
+                )
+            with _worker_signals_blocked():
+                fut = pool.submit(_run_in_worker, job, str(cache_root))
+            workers = list((getattr(pool, "_processes", None) or {}).values())
+            try:
+                outcome = fut.result()
+            except BrokenProcessPool:
+                outcome = _died(workers)
+                pool.shutdown(wait=True)
+                pool = None
+            yield job, outcome
+    except BaseException:  # Ctrl-C: stop the worker rather than wait for its job
+        if pool is not None:
+            _stop_pool(pool)
+            pool = None
+        raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _quiet_resource_tracker() -> None:
+    """A worker that died leaves its pool's semaphores to multiprocessing's resource
+    tracker, which unlinks them and warns about each on stderr at exit: chatter about a
+    death the run already reports as that job's failure. The tracker process takes its
+    warning filters from this interpreter's -W options, read when it starts."""
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    if quiet not in sys.warnoptions:
+        sys.warnoptions.append(quiet)
+
+
+DEATH_JOIN_S = 5.0  # how long to wait for a dead worker to be reaped
+
+
+def _died(workers: list[BaseProcess]) -> JobFailure:
+    """The failure of a job whose worker process died, naming how it ended."""
+    for worker in workers:
+        worker.join(DEATH_JOIN_S)  # reaped: its exit code is known
+    codes = [w.exitcode for w in workers if w.exitcode is not None]
+    how = "for an unknown reason"
+    if codes and codes[0] < 0:
+        try:
+            how = f"killed by {signal.Signals(-codes[0]).name}"
+        except ValueError:
+            how = f"killed by signal {-codes[0]}"
+    elif codes:
+        how = f"with exit code {codes[0]}"
+    message = (
+        f"the worker process running this job died {how} (a crash in native code, an "
+        "abort, or the out-of-memory killer); the other jobs ran on"
+    )
+    return JobFailure("WorkerDied", message, f"WorkerDied: {message}\n")
 
 
 def _stop_pool(pool: ProcessPoolExecutor) -> None:

@@ -7,7 +7,7 @@ it already holds, which is what makes reruns free and interrupted runs resumable
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,11 @@ from bench.codeversion import code_files as code_files  # re-exported (tests)
 from bench.device import device_kind, jobs_device
 from bench.errors import ConfigError
 from bench.hashing import digest, files_digest
+from bench.preflight import MAX_SEEDS
 from bench.project import in_project
 from bench.protocols import Task
 from bench.registry import ATTACKS, MECHANISMS, TASKS
-from bench.suite import Entry, Suite, make_task
+from bench.suite import MAX_JOBS, Entry, Suite, job_count_bound, make_task
 from bench.threads import threads_for
 
 # Harness modules every job's result depends on.
@@ -130,6 +131,23 @@ def _attack_samples(suite: Suite, entry: Entry, task: Task) -> int:
     return wanted
 
 
+def _check_sizes(suite: Suite, entry: Entry, task: Task) -> None:
+    """A size option larger than its split is refused, naming the size there is: the task
+    would run on fewer samples than its config (and every stored row) says."""
+    splits = None
+    for key, split in (("n_train", "train"), ("n_aux", "aux"), ("n_test", "test")):
+        wanted = getattr(task, key, None)
+        if not isinstance(wanted, int):
+            continue
+        splits = splits or task.splits()
+        have = len(getattr(splits, split))
+        if wanted > have:
+            raise ConfigError(
+                f"{suite.source}: task {entry.name}: {key} = {wanted:,}, but its {split} "
+                f"split has only {have:,} samples; set {key} <= {have} (or leave it out: all)"
+            )
+
+
 def expand(
     suite: Suite,
     *,
@@ -143,11 +161,21 @@ def expand(
     bench.device; None: the suite's `device` key, else the CPU); utility jobs (attack None)
     always included for the selected (task, mechanism) pairs."""
     on = jobs_device(device or suite.device, check=False, where=f"{suite.source}: 'device'")
+    if seeds is not None:
+        if not 1 <= seeds <= MAX_SEEDS:
+            raise ConfigError(f"--seeds must be in [1, {MAX_SEEDS}], got {seeds:,}")
+        bound = job_count_bound(replace(suite, seeds=seeds))
+        if bound > MAX_JOBS:
+            raise ConfigError(
+                f"{suite.source} with {seeds} seeds expands to up to {bound:,} jobs, more "
+                f"than {MAX_JOBS:,}; lower --seeds"
+            )
     jobs: list[Job] = []
     for t_entry in suite.tasks:
         if task is not None and t_entry.name != task:
             continue
         task_obj: Task = make_task(t_entry.name, t_entry.params, suite.source)
+        _check_sizes(suite, t_entry, task_obj)
         data_hash = task_obj.data_fingerprint()
         task_cls = TASKS.get(t_entry.name)
         for m_entry in suite.mechanisms:

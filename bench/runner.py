@@ -68,6 +68,7 @@ class RunSummary:
     skipped: int
     executed: int
     failed: list[FailedJob] = field(default_factory=list)
+    stopped: bool = False  # the run stopped at `max_failures` failed jobs
 
 
 def pending_jobs(jobs: list[Job], store: ResultStore | None) -> list[Job]:
@@ -256,13 +257,16 @@ def run_jobs(
     progress: bool = True,
     lease_timeout: float | None = None,
     on_failure: Callable[[FailedJob], None] | None = None,
+    max_failures: int | None = None,
 ) -> RunSummary:
     """Run every job not yet in `store` and store each result as soon as it is ready;
     with other runners on the store, only the jobs this one leases, then wait until the
     others' jobs are stored too (`lease_timeout`: seconds, default `lease_timeout_s()`).
     A job that raises is recorded as failed (`store.failures`), told to `on_failure` and
-    listed in the summary; the others run on. One progress bar (ETA, label = the oldest
-    job still running); the jobs' own inner bars are off, so nothing piles up under it."""
+    listed in the summary; the others run on, unless `max_failures` jobs have failed: then
+    the run stops there (`summary.stopped`; unfinished jobs stay unstored). One progress
+    bar (ETA, label = the oldest job still running); the jobs' own inner bars are off, so
+    nothing piles up under it."""
     pending = spread_settings(pending_jobs(jobs, store))
     summary = RunSummary(total=len(jobs), skipped=len(jobs) - len(pending), executed=0)
     if not pending:
@@ -311,6 +315,9 @@ def run_jobs(
                     summary.failed.append(failed)
                     if on_failure is not None:
                         on_failure(failed)
+                    if max_failures is not None and len(summary.failed) >= max_failures:
+                        summary.stopped = True
+                        break
                 running.pop(job.hash, None)
                 oldest = next(iter(running.values()), None)
                 label = short_label(oldest) if oldest else "done"

@@ -25,6 +25,7 @@ import platform
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -113,6 +114,37 @@ CREATE INDEX IF NOT EXISTS failures_by_job ON failures(job_hash);
 # had been taken over before this runner released it).
 
 
+# The store's schema version (SQLite's `user_version`): a store holding another version
+# is refused before anything is written to it (bench.store_guard). Stores written before
+# the version was stamped hold 0 and are accepted when their tables are exactly these.
+SCHEMA_VERSION = 1
+
+
+def schema_columns() -> dict[str, list[str]]:
+    """Each table of `_SCHEMA` and its column names in order: what a store must hold."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {
+            t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
+            for t in tables
+            if not t.startswith("sqlite_")
+        }
+    finally:
+        conn.close()
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite still has one: after some errors (a full
+    disk: "disk I/O error") SQLite has already rolled it back, and a second ROLLBACK would
+    raise "no transaction is active" over the error that says what went wrong."""
+    if conn.in_transaction:
+        # The original error is the one to report; SQLite undoes the rest on close.
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
 @dataclass(frozen=True)
 class Claim:
     """What a claim attempt found: the job hash now leased to the caller (None when every
@@ -157,6 +189,8 @@ class ResultStore:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.executescript(_SCHEMA)
+        if self._conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         self._conn.close()
@@ -208,7 +242,7 @@ class ResultStore:
                 self._release(cur, job.hash, runner, "stored" if written else "duplicate")
             cur.execute("COMMIT")
         except BaseException:
-            cur.execute("ROLLBACK")
+            _rollback(self._conn)
             raise
         return written
 
@@ -278,7 +312,7 @@ class ResultStore:
                 return Claim(job_hash, stored)
             cur.execute("COMMIT")
         except BaseException:
-            cur.execute("ROLLBACK")
+            _rollback(self._conn)
             raise
         return Claim(None, stored)
 
@@ -324,7 +358,7 @@ class ResultStore:
             held = self._release(cur, job_hash, runner, outcome)
             cur.execute("COMMIT")
         except BaseException:
-            cur.execute("ROLLBACK")
+            _rollback(self._conn)
             raise
         return held
 
@@ -340,7 +374,7 @@ class ResultStore:
                 self._release(cur, job_hash, runner, outcome)
             cur.execute("COMMIT")
         except BaseException:
-            cur.execute("ROLLBACK")
+            _rollback(self._conn)
             raise
         return len(held)
 
@@ -387,7 +421,7 @@ class ResultStore:
                 self._release(cur, job.hash, runner, "failed")
             cur.execute("COMMIT")
         except BaseException:
-            cur.execute("ROLLBACK")
+            _rollback(self._conn)
             raise
 
     def failures(self, include_stored: bool = False) -> list[dict[str, Any]]:

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import json
+import math
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -38,6 +41,7 @@ from bench.errors import (
     did_you_mean,
 )
 from bench.params import normalise_options
+from bench.preflight import MAX_SEEDS, check_suite_name
 from bench.registry import ATTACKS, MECHANISMS, TASKS
 
 _TOP_KEYS = {
@@ -52,6 +56,11 @@ _TOP_KEYS = {
     "attack",
 }
 _MECH_KEYS = {"name", "params", "grid", "tasks"}
+# Jobs one suite may expand to (counted before they are built, `job_count_bound`).
+MAX_JOBS = 1_000_000
+# The largest noise scale a release may draw with: 64 standard deviations of it still fit
+# in float32 (releases are float32 tensors), so no draw of the noise is infinite.
+MAX_NOISE_SCALE = 3.4028234663852886e38 / 64
 _ATTACK_KEYS = {"name", "params", "tasks", "mechanisms"}
 
 
@@ -173,10 +182,12 @@ def _check_keys(table: dict[str, Any], allowed: set[str], where: str, source: st
         )
 
 
-def _int(raw: dict[str, Any], key: str, default: int, source: str) -> int:
+def _int(raw: dict[str, Any], key: str, default: int, source: str, high: int | None = None) -> int:
     value = raw.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise _fail(source, f"'{key}' must be a positive integer, got {value!r}")
+    if high is not None and value > high:
+        raise _fail(source, f"'{key}' must be at most {high:,}, got {value:,}")
     return value
 
 
@@ -249,11 +260,12 @@ def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
     for key in ("name", "version"):
         if not isinstance(raw.get(key), str):
             raise _fail(source, f"'{key}' must be a string")
+    check_suite_name(raw["name"], source)
     suite = Suite(
         name=raw["name"],
         version=raw["version"],
         description=str(raw.get("description", "")),
-        seeds=_int(raw, "seeds", 1, source),
+        seeds=_int(raw, "seeds", 1, source, high=MAX_SEEDS),
         attack_samples=_int(raw, "attack_samples", 100, source),
         tasks=_entries(raw, "task", set(), source),
         mechanisms=_entries(raw, "mechanism", _MECH_KEYS, source),
@@ -267,17 +279,37 @@ def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
 
 def _check_components(suite: Suite) -> None:
     """Resolve every name and instantiate every parameter set, so that a typo fails before
-    any job runs."""
+    any job runs; a task or a setting listed twice, and noise no release can draw, too."""
     task_names = {t.name for t in suite.tasks}
     mechanism_names = {m.name for m in suite.mechanisms}
+    tasks = {}
     for entry in suite.tasks:
-        make_task(entry.name, entry.params, suite.source)
+        key = (entry.name, canonical_json(entry.params))
+        if key in tasks:
+            raise _fail(
+                suite.source,
+                f"[[task]] {entry.name} with options {entry.params or '{}'} is listed twice; "
+                "delete one",
+            )
+        tasks[key] = make_task(entry.name, entry.params, suite.source)
+    count = job_count_bound(suite)
+    if count > MAX_JOBS:
+        raise _fail(
+            suite.source,
+            f"the suite expands to up to {count:,} jobs, more than {MAX_JOBS:,}; lower "
+            "'seeds' or the grids",
+        )
     for registry, entries in ((MECHANISMS, suite.mechanisms), (ATTACKS, suite.attacks)):
+        seen: dict[str, list[Entry]] = {}
         for entry in entries:
             try:
                 cls = registry.get(entry.name)
                 for params in entry.param_sets():
-                    cls(**params)
+                    instance = cls(**params)
+                    setting = f"{entry.name} {canonical_json(instance.params)}"
+                    _check_not_listed_twice(suite, entry, seen.setdefault(setting, []), setting)
+                    if registry is MECHANISMS:
+                        _check_noise(suite, entry, instance, tasks.values())
             except (UnknownNameError, ConfigError) as exc:
                 raise _fail(suite.source, str(exc)) from exc
             for t in entry.tasks or ():
@@ -291,6 +323,73 @@ def _check_components(suite: Suite) -> None:
                         suite.source,
                         f"{entry.name}: 'mechanisms' names '{m}', not a mechanism of this suite",
                     )
+
+
+def canonical_json(value: Any) -> str:
+    """A parameter set as sorted JSON, to tell equal settings apart from other ones."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def job_count_bound(suite: Suite) -> int:
+    """An upper bound on the jobs a suite expands to (every mechanism setting on every task,
+    each with every attack setting), counted without building one."""
+    settings = sum(_combinations(m) for m in suite.mechanisms)
+    attacks = sum(_combinations(a) for a in suite.attacks)
+    return len(suite.tasks) * settings * suite.seeds * (1 + attacks)
+
+
+def _combinations(entry: Entry) -> int:
+    count = 1
+    for values in entry.grid.values():
+        count *= len(values)
+    return count
+
+
+def _check_not_listed_twice(suite: Suite, entry: Entry, earlier: list[Entry], setting: str) -> None:
+    """A mechanism or attack setting may appear in several entries only for disjoint tasks
+    (and, for an attack, disjoint mechanisms): else its jobs are listed twice."""
+    for other in earlier:
+        tasks = _overlap(entry.tasks, other.tasks)
+        mechanisms = _overlap(entry.mechanisms, other.mechanisms)
+        if tasks and mechanisms:
+            raise _fail(
+                suite.source,
+                f"setting {setting} is listed twice (in its grid, or in two entries for the "
+                "same tasks); delete one",
+            )
+    earlier.append(entry)
+
+
+def _overlap(a: tuple[str, ...] | None, b: tuple[str, ...] | None) -> bool:
+    """Whether two optional name lists (None: all) share a name."""
+    return a is None or b is None or bool(set(a) & set(b))
+
+
+def _check_noise(suite: Suite, entry: Entry, mechanism: Any, tasks: Iterable[Any]) -> None:
+    """A mechanism whose noise scale follows from its parameters and the task alone (its
+    `calibrate(task)`) must get a finite scale a float32 release can draw: `r = 1e308` is
+    refused here, not in every job."""
+    calibrate = getattr(mechanism, "calibrate", None)
+    if calibrate is None or "task" not in inspect.signature(calibrate).parameters:
+        return
+    for task in tasks:
+        if not entry.applies_to(task.name) or task.modality not in mechanism.modalities:
+            continue
+        try:
+            noise = calibrate(task)
+        except (ValueError, OverflowError, ZeroDivisionError) as exc:
+            scale, why = math.inf, str(exc)
+        else:
+            if noise is None:
+                continue
+            scale = float(noise.scale)
+            why = f"scale {scale:g}"
+        if not (math.isfinite(scale) and scale <= MAX_NOISE_SCALE):
+            raise _fail(
+                suite.source,
+                f"mechanism {entry.name} {canonical_json(mechanism.params)} on task "
+                f"{task.name}: its noise is not finite ({why}); lower the radius or raise eps",
+            )
 
 
 def make_task(name: str, options: dict[str, Any], source: str = "<suite>") -> Any:

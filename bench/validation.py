@@ -1,6 +1,7 @@
 """`bench validate`: run every contract check of bench.testing, the privacy audit last, on
 one mechanism and report each outcome: PASS, FAIL, XFAIL (a declared expected failure,
-shown with its reason) or XPASS (declared, but it passed)."""
+shown with its reason) or XPASS (declared, but it passed); and the verdict: FAIL, else
+INCONCLUSIVE when the audit lacked the power to refute a violation, else PASS."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Literal
 
 from bench.errors import BenchError
 from bench.registry import MECHANISMS
+from bench.report.audit_power import POWER_LEVEL as REPORT_POWER_LEVEL
 from bench.testing import (
     CHECKS,
     CheckFailed,
@@ -19,6 +21,13 @@ from bench.testing import (
 )
 
 Status = Literal["PASS", "FAIL", "XFAIL", "XPASS"]
+
+# The power an audit needs for its pass to count: the chance, at the draws it used, of
+# refuting a mechanism of the declared noise family at 1.25x the claimed eps (its `power`,
+# bench.certify.audit.power). Below it a pass is "inconclusive": the audit would most
+# likely have passed a mechanism that breaks its claim too. 0.8, the usual power asked of
+# a statistical test; leaderboard audit cells use the same level (bench.report.audit_power).
+POWER_LEVEL = REPORT_POWER_LEVEL
 
 
 def attach_expected_failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -56,10 +65,17 @@ class ValidationReport:
     seed: int
     outcomes: list[CheckOutcome] = field(default_factory=list)
     audit: Any = None  # bench.certify.audit.core.AuditResult when the audit ran
+    min_power: float = POWER_LEVEL
 
     @property
     def ok(self) -> bool:
         return all(o.status != "FAIL" for o in self.outcomes)
+
+    @property
+    def inconclusive(self) -> str | None:
+        """Why the audit's pass says little (it had no testable pair, or power below
+        `min_power`); None when it is conclusive, failed, or tested no eps claim."""
+        return audit_inconclusive(self.audit, self.min_power)
 
     def count(self, status: Status) -> int:
         return sum(o.status == status for o in self.outcomes)
@@ -72,27 +88,50 @@ class ValidationReport:
             lines.append(f"  {o.status:<5}  {o.check:<{width}}  {o.detail}".rstrip())
         if self.audit is not None:
             lines.append(f"audit: {self.audit.summary()}")
-        verdict = "PASS" if self.ok else "FAIL"
+        why = self.inconclusive if self.ok else None
+        verdict = "PASS" if self.ok and why is None else "INCONCLUSIVE" if self.ok else "FAIL"
         lines.append(
             f"validate: {verdict} — {self.count('PASS')} passed, {self.count('FAIL')} failed, "
             f"{self.count('XFAIL')} expected failures, {self.count('XPASS')} unexpected passes"
+            + (f"; the audit is inconclusive: {why}" if why else "")
         )
         return "\n".join(lines)
+
+
+def audit_inconclusive(audit: Any, min_power: float = POWER_LEVEL) -> str | None:
+    """Why an audit that passed cannot count as evidence for its claim, or None: it
+    audited an eps claim on no testable pair (0 draws), or with `power` below
+    `min_power`. A failed audit is conclusive (it refuted the claim), and one that tested
+    nothing says so in its own verdict."""
+    if audit is None or not audit.audited or not audit.passed:
+        return None
+    if audit.n_draws == 0:
+        return "no testable pair (0 draws): the bound says nothing"
+    if audit.power is not None and audit.power < min_power:
+        return (
+            f"power {audit.power:.0%} < {min_power:.0%} to refute {audit.ratio:g}x the "
+            f"claimed eps at {audit.n_draws:,} draws; drop --draws (the plan sizes it) or "
+            "pass --allow-inconclusive"
+        )
+    return None
 
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def run_checks(mut: MechanismUnderTest) -> ValidationReport:
+def run_checks(mut: MechanismUnderTest, min_power: float = POWER_LEVEL) -> ValidationReport:
     """Run CHECKS in order on `mut`. A check fails by raising (CheckFailed, or any error
     from the mechanism); declared expected failures become XFAIL with their reason. Bad
-    `expected_failures` declarations raise ConfigError before anything runs."""
+    `expected_failures` declarations raise ConfigError before anything runs. An audit
+    with less than `min_power` makes the report inconclusive."""
     expected = expected_failures_of(mut.cls)
     options = ", ".join(
         f"{k}={v}" for k, v in sorted(mut.task.config().items()) if k not in ("name", "version")
     )
-    report = ValidationReport(mut.label, f"{mut.task.name} ({options})", mut.seed)
+    report = ValidationReport(
+        mut.label, f"{mut.task.name} ({options})", mut.seed, min_power=min_power
+    )
     for check in CHECKS:
         name = check.__name__
         start = time.perf_counter()
@@ -162,4 +201,12 @@ def prepare(
     return mut
 
 
-__all__ = ["CheckOutcome", "ValidationReport", "parse_params", "prepare", "run_checks"]
+__all__ = [
+    "POWER_LEVEL",
+    "CheckOutcome",
+    "ValidationReport",
+    "audit_inconclusive",
+    "parse_params",
+    "prepare",
+    "run_checks",
+]

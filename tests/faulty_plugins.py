@@ -8,6 +8,7 @@ is read inside the job, so spawned pool workers, which inherit the environment, 
 - nan@S: the mechanism releases NaN (the harness raises MechanismOutputError)
 - sleep@S: the mechanism's fit creates the file $BENCH_TEST_FAULT_MARK, then sleeps 120 s
 - reconstruct@S: the attack's reconstruct raises RuntimeError("boom")
+- abort@S: the mechanism's release calls os.abort(): the process running the job dies
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def faulty(kind: str, seed: int) -> bool:
 
 
 class FaultyIdentity(Identity):
-    """identity, failing in fit (RuntimeError, or a long sleep) or releasing NaN on demand."""
+    """identity, failing in fit (RuntimeError, or a long sleep), releasing NaN or aborting
+    its process on demand."""
 
     name = "faulty-identity"
 
@@ -47,6 +49,8 @@ class FaultyIdentity(Identity):
         super().fit(task, splits, ctx)
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        if faulty("abort", self.seed):
+            os.abort()  # as a segfault in native code would: no exception, no cleanup
         out = super().release(x, generator)
         if faulty("nan", self.seed):
             return Release.all_released(torch.full_like(out.values, float("nan")))

@@ -171,7 +171,7 @@ def _board(path: Path, accuracy: float, mse: float) -> Path:
                 "suite": "t",
                 "suite_version": "1",
                 "generated_at": "x",
-                "code_version": "y",
+                "code_version": "0.1.0+abc123",
                 "rows": rows,
             }
         )

@@ -61,7 +61,7 @@ def _board(**versions: str) -> dict:
         "suite": "s",
         "suite_version": "1",
         "generated_at": "t",
-        "code_version": "c",
+        "code_version": "0.1.0+c",
         "rows": rows,
     }
 

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from bench.hashing import canonical_json
+from bench.report.audit_power import inconclusive
 from bench.report.frontier import attack_score_of
 from bench.report.labels import (
     WORST_CASE,
@@ -35,15 +36,19 @@ SCORE_WORDS = {
 }
 
 
-def _audit_power(metrics: dict[str, Any]) -> str:
+def _audit_power(metrics: dict[str, Any], guarantee: dict[str, Any] | None = None) -> str:
     """The audit's power in words, e.g. "could show 1.75 · 200,000 draws": the bound it
-    reaches on a mechanism exactly at its claim, and its size (empty for older rows)."""
+    reaches on a mechanism exactly at its claim, and its size (empty for older rows);
+    led by "inconclusive: power P% < 80% ..." when, for the claim in `guarantee`, it had
+    too little power (bench.report.audit_power)."""
     ideal, draws = metrics.get("eps_audit_ideal"), metrics.get("audit_draws")
     if ideal is None or draws is None:
         return ""
     if int(draws["value"]) == 0:  # e.g. PTR: no pair within R whose phi the budget settles
         return "no testable pair: 0 draws, the bound 0 says nothing"
-    return f"could show {ideal['value']:.3g} · {int(draws['value']):,} draws"
+    text = f"could show {ideal['value']:.3g} · {int(draws['value']):,} draws"
+    why = inconclusive({"metrics": metrics, "guarantee": guarantee}) if guarantee else None
+    return f"{why} · {text}" if why else text
 
 
 def _label_only(rows: list[dict[str, Any]]) -> bool:
@@ -154,7 +159,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "attack": _cell(worst["metrics"].get(held)) if worst and held else None,
                 "attack_by": (worst.get("sources") or {}).get(held, "") if worst and held else "",
                 "audit": _cell(metrics.get("eps_audit_lb")),
-                "audit_power": _audit_power(metrics),
+                "audit_power": _audit_power(metrics, util_row and util_row.get("guarantee")),
                 "validity": _cell(weakest["metrics"]["bound_validity"] if weakest else None),
                 "validity_basis": weakest_bound.get("basis", ""),
                 "validity_why": weakest_bound.get("why", ""),

@@ -1,0 +1,70 @@
+"""Whether a leaderboard row's privacy audit could have refuted its claim: its power (the
+chance of refuting a mechanism at 1.25x the claimed eps at the draws it used), from what
+the row stores, and the "inconclusive" label for an audit below the stated level.
+
+Only the input-space audit (notions ip and ldp, bench.certify.audit.core) is judged here;
+its power follows from the row alone where:
+- delta > 0: the audit plans on the Gaussian trade-off at (eps, delta) whatever the noise
+  (power.claim_models), so `plan_at` on the row's claim and draws is its own power;
+- delta = 0: the power depends on the noise's spread, which the row does not hold; it is
+  certainly 0 when even a perfect test's bound at these draws (eps_detectable, the bound
+  of zero errors, which no audit exceeds) is at most the claim.
+PTR's audit tests a per-step claim and the label-only audits their keep rates, neither on
+the row: their cells are not labelled.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+# The power a pass needs to count as evidence (`bench validate` uses the same level).
+POWER_LEVEL = 0.8
+RATIO = 1.25  # the violation the power is measured against: 1.25x the claimed eps
+ALPHA = 0.05  # the audit's 95% confidence
+JUDGED_NOTIONS = frozenset({"ip", "ldp"})
+
+
+@cache
+def _gaussian_power(eps: float, delta: float, draws: int) -> float:
+    from bench.certify.audit.power import plan_at
+
+    return plan_at("gaussian", eps, delta, draws, ratio=RATIO, alpha=ALPHA).power
+
+
+@cache
+def _ceiling(draws: int, delta: float) -> float:
+    from bench.certify.audit.bounds import eps_detectable
+
+    return eps_detectable(draws, draws, delta, ALPHA)
+
+
+def audit_power(row: dict[str, Any]) -> float | None:
+    """The power of the row's audit (see the module docstring), None when the row does not
+    determine it (another audit, no audit, no eps claim, or a pure claim with power > 0)."""
+    guarantee = row.get("guarantee") or {}
+    draws = (row.get("metrics") or {}).get("audit_draws")
+    eps, delta = guarantee.get("eps"), float(guarantee.get("delta") or 0.0)
+    if guarantee.get("notion") not in JUDGED_NOTIONS or draws is None:
+        return None
+    if not isinstance(eps, int | float) or eps <= 0:
+        return None
+    n = int(draws["value"])
+    if n == 0:
+        return 0.0
+    if delta > 0:
+        return _gaussian_power(float(eps), delta, n)
+    return 0.0 if _ceiling(n, delta) <= eps else None
+
+
+def inconclusive(row: dict[str, Any], level: float = POWER_LEVEL) -> str | None:
+    """ "inconclusive: power P% < L%" when the row's audit passed with power below `level`
+    (a refuted claim is conclusive and flagged elsewhere); else None."""
+    metrics = row.get("metrics") or {}
+    lb, eps = metrics.get("eps_audit_lb"), (row.get("guarantee") or {}).get("eps")
+    if lb is None or (isinstance(eps, int | float) and lb["value"] > eps):
+        return None
+    power = audit_power(row)
+    if power is None or power >= level:
+        return None
+    return f"inconclusive: power {power:.0%} < {level:.0%} against {RATIO:g}x the claim"
