@@ -146,11 +146,11 @@ def _list_suites() -> None:
     import textwrap
 
     from bench.suite import suite_dir
-    from bench.suite_catalog import suite_entry
+    from bench.suite_catalog import committed_boards, suite_entry
 
     width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
     for path in sorted(suite_dir().glob("*.toml"), key=lambda p: p.stem):
-        entry = suite_entry(path, Path("leaderboards"))
+        entry = suite_entry(path, committed_boards())
         jobs = f"{entry.jobs} jobs" if entry.jobs is not None else "no committed board"
         needs = f" · needs {', '.join(entry.needs)}" if entry.needs else ""
         typer.echo(f"{entry.name} (v{entry.version}; {jobs}{needs})")
@@ -664,8 +664,9 @@ def _print_plan(suite: str, jobs: list[Job], store: Path) -> None:
         if db:
             db.close()
     from bench.report.estimate import committed_job_seconds
+    from bench.suite_catalog import committed_boards
 
-    board = Path("leaderboards") / suite
+    board = committed_boards() / suite
     from_board = {k: v for k, v in committed_job_seconds(board).items() if k not in durations}
     durations = {**from_board, **durations}
     unique = len({j.hash for j in jobs})

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.data.embedded import _BUILT_IN, ITEMS
+from bench.data.locations import checkout_root
 
 PLUMBING_ONLY = "plumbing only"  # an embedded item too small to train on
 WORST_CASE = "worst case"  # bench.report.labels.WORST_CASE: rows no job computes (no torch here)
@@ -66,3 +67,10 @@ def suite_entry(path: Path, boards: Path) -> SuiteEntry:
         jobs=_board_jobs(boards / name),
         needs=tuple(dict.fromkeys(needs)),
     )
+
+
+def committed_boards() -> Path:
+    """Where the committed boards are: the checkout's leaderboards/ when bench runs from one,
+    else leaderboards/ in the current directory."""
+    root = checkout_root()
+    return (root or Path(".")) / "leaderboards"

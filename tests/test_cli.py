@@ -36,7 +36,7 @@ def test_list_shows_registered_components(monkeypatch, capsys) -> None:
         ("tasks", "fmnist           [image; data installed] "),  # modality, data here?
         ("mechanisms", "gauss-input"),
         ("attacks", "inverter"),
-        ("suites", "smoke            Plumbing check"),  # with its description
+        ("suites", "smoke (v2; 36 jobs)\n    Plumbing check"),  # its board, its description
         ("metrics", "ssim"),
     ]:
         proc = cli_here(monkeypatch, capsys, "list", kind)
