@@ -484,3 +484,26 @@ def test_bench_reproduce_prints_metrics_flags_and_classes(monkeypatch, capsys) -
     )
     assert "accuracy" in line and "scaled" in line and "[at chance]" in line
     assert result.stdout.splitlines()[-1].startswith("lucid: like-for-like: ")
+
+
+@pytest.mark.parametrize("paper", rp.known_papers())
+def test_each_paper_covers_four_fifths_of_its_headline_results(paper) -> None:
+    """Each headline table or figure has cells or trend checks (answered by committed rows,
+    or not run with the reason); the count is in the paper's doc page."""
+    reference = rp.load_reference(paper)
+    cov = rp.coverage(reference, rp.paper_report(paper, ROOT / "leaderboards"))
+    assert cov["total"] >= 4 and cov["covered"] >= 0.8 * cov["total"], cov
+    page = (ROOT / DOC_PAGES[paper]).read_text()
+    assert f"Headline results covered: {cov['covered']} of {cov['total']}" in page
+    for line in cov["headlines"]:
+        assert line["covered"] or line["reason"], line["id"]
+
+
+def test_a_cell_of_the_same_computation_is_marked_as_one_measurement() -> None:
+    """ip's (eps, r) = (0.25, 0.05) calibrates the sigma of (0.5, 0.1): the table says it is
+    the same computation, and no verdict counts it as evidence of r / eps invariance."""
+    (doc,) = [d for d in rp.paper_report("ip", ROOT / "leaderboards") if d["suite"] == "ip-fmnist"]
+    cell = next(c for c in doc["cells"] if c["same_as"])
+    assert cell["verdict"] == vr.NO_DIRECTION and not cell["trends"]
+    notes = {cid: text for _, cid, text in rp.table_view(doc)["notes"]}
+    assert notes[cell["id"]].startswith(f"the same computation as {cell['same_as']}")
