@@ -507,3 +507,12 @@ def test_a_cell_of_the_same_computation_is_marked_as_one_measurement() -> None:
     assert cell["verdict"] == vr.NO_DIRECTION and not cell["trends"]
     notes = {cid: text for _, cid, text in rp.table_view(doc)["notes"]}
     assert notes[cell["id"]].startswith(f"the same computation as {cell['same_as']}")
+
+
+def test_chance_flags_speak_of_the_utility_only() -> None:
+    """A cost cell (release time) on a row whose accuracy is at chance carries no chance
+    flag: chance is about what the answers are worth, not how long they take."""
+    row = {**_row(1.0, 0.1), "at_chance": True, "constant_predictor": True}
+    row["metrics"]["release_ms"] = _metric(0.2, 0.01)
+    assert vr.row_flags("accuracy", row) == [vr.AT_CHANCE, vr.CONSTANT]
+    assert vr.row_flags("release_ms", row) == []

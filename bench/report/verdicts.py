@@ -144,8 +144,10 @@ def row_flags(metric: str, row: dict[str, Any]) -> list[str]:
     flags: list[str] = []
     value = row["metrics"][metric]
     level = reference_level(metric, row)
-    if row["attack"] is None:
-        if row.get("at_chance") or (level is not None and float(value["ci"][0]) <= level):
+    utility = metric in METRICS and METRICS[metric].kind == "utility"
+    if row["attack"] is None and utility:  # chance speaks of the utility, not a cost column
+        chance = row.get("at_chance") and metric == "accuracy"
+        if chance or (level is not None and float(value["ci"][0]) <= level):
             flags.append(AT_CHANCE)
         if row.get("constant_predictor"):
             flags.append(CONSTANT)
