@@ -648,13 +648,26 @@ def paper_report(paper: str, leaderboards: Path) -> list[dict[str, Any]]:
     return docs
 
 
+def _why_not_run(doc: dict[str, Any], entry: dict[str, Any]) -> str:
+    """Why a cell has no answer: no suite, no committed board of its suite, or no row."""
+    detail = entry["note"] or entry["difference"]
+    if not doc["suite"]:
+        return detail or "no bench suite runs this setting"
+    if all(c["bench"] is None for c in doc["cells"]):
+        return f"no committed {doc['suite']} leaderboard ({detail})" if detail else ""
+    return detail
+
+
 def coverage(reference: Reference, docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The paper's headline results and what answers each: the verdicts of its cells and
     trend checks, or the reason none can; covered = has a cell or a trend check."""
     verdict = {e["id"]: e["verdict"] for d in docs for e in d["cells"]}
+    why = {e["id"]: _why_not_run(d, e) for d in docs for e in d["cells"]}
     trend = {t["id"]: t["verdict"] for d in docs for t in d["trends"]}
     lines = []
     for h in reference.headlines:
+        unanswered = [c for c in h.cells if verdict.get(c, NOT_RUN) == NOT_RUN]
+        reasons = list(dict.fromkeys(why.get(c, "") for c in unanswered if why.get(c)))
         tally = Counter(
             [verdict.get(c, NOT_RUN) for c in h.cells] + [trend.get(t, NOT_RUN) for t in h.trends]
         )
@@ -666,7 +679,7 @@ def coverage(reference: Reference, docs: list[dict[str, Any]]) -> dict[str, Any]
                 "cells": len(h.cells),
                 "trends": len(h.trends),
                 "verdicts": dict(sorted(tally.items())),
-                "reason": h.reason,
+                "reason": h.reason or "; ".join(reasons),
                 "covered": h.covered,
             }
         )
