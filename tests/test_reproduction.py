@@ -516,3 +516,5 @@ def test_chance_flags_speak_of_the_utility_only() -> None:
     row["metrics"]["release_ms"] = _metric(0.2, 0.01)
     assert vr.row_flags("accuracy", row) == [vr.AT_CHANCE, vr.CONSTANT]
     assert vr.row_flags("release_ms", row) == []
+    row["metrics"]["auc"] = _metric(0.6, 0.02)  # one label for all, but scores that rank
+    assert vr.row_flags("auc", row) == []

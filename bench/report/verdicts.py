@@ -149,7 +149,7 @@ def row_flags(metric: str, row: dict[str, Any]) -> list[str]:
         chance = row.get("at_chance") and metric == "accuracy"
         if chance or (level is not None and float(value["ci"][0]) <= level):
             flags.append(AT_CHANCE)
-        if row.get("constant_predictor"):
+        if row.get("constant_predictor") and metric == "accuracy":  # AUC ranks the scores
             flags.append(CONSTANT)
     elif level is not None:
         low = attacker_wants_low(metric)
