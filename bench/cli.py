@@ -585,8 +585,17 @@ def reproduce(
     """A paper's headline numbers beside the committed bench rows that answer them, with
     computed verdicts (the table each suite's reproduction.md holds; that file and the page
     are written with the suite's leaderboard)."""
-    from bench.report.reproduction import VERDICTS, paper_report
+    from bench.report.reproduction import paper_report, summary_line, total_counts
 
+    reference_suites = {d["suite"] for d in paper_report(paper, root) if d["suite"]}
+    if not any((root / s / "leaderboard.json").is_file() for s in reference_suites):
+        # Nothing to compare: exit 1 (a missing result, like failed jobs), not "all not run".
+        typer.echo(
+            f"bench: error: no committed leaderboard of {paper}'s suites under {root} "
+            f"({', '.join(sorted(reference_suites))}); pass --root LEADERBOARDS",
+            err=True,
+        )
+        raise typer.Exit(1)
     docs = paper_report(paper, root)  # from leaderboard.json, which --write leaves as it is
     if write:
         from bench.report.write import refresh_reproductions
@@ -594,18 +603,23 @@ def reproduce(
         for suite in sorted({d["suite"] for d in docs if d["suite"]}):
             if (root / suite / "leaderboard.json").is_file():
                 refresh_reproductions(root / suite)
-    total = {v: sum(d["counts"].get(v, 0) for d in docs) for v in VERDICTS}
+                _refresh_site_index(root / suite)  # its verdict counts changed too
     for doc in docs:
-        where = doc["suite"] or "(no bench suite)"
-        typer.echo(f"{where}:")
+        typer.echo(f"{doc['suite'] or '(no bench suite)'}: {doc['summary']}")
         for cell in doc["cells"]:
             b = cell["bench"]
             bench = "—" if b is None else f"{b['value']:.4g} [{b['ci'][0]:.4g}, {b['ci'][1]:.4g}]"
+            paper_value = "—" if cell["paper"] is None else f"{cell['paper']:.4g}"
+            flags = ", ".join(b["flags"]) if b and b["flags"] else ""
             typer.echo(
-                f"  {cell['source']:<14} {cell['id']:<40} paper {cell['paper']:<8.4g} "
-                f"bench {bench:<28} {cell['verdict']}"
+                f"  {cell['source']:<14} {cell['id']:<44} {cell['metric']:<16} "
+                f"{cell['class']:<10} paper {paper_value:<8} bench {bench:<28} "
+                f"{cell['verdict']}" + (f" [{flags}]" if flags else "")
             )
-    typer.echo(f"{paper}: " + ", ".join(f"{n} {v}" for v, n in total.items()))
+        for trend in doc["trends"]:
+            ratio = "" if trend.get("ratio") is None else f" (effect ratio {trend['ratio']:.2f})"
+            typer.echo(f"  trend {trend['id']:<48} {trend['verdict']}{ratio}")
+    typer.echo(f"{paper}: {summary_line(total_counts(docs))}")
     if docs_page is not None:
         from bench.report.reproduction import docs_block, replace_docs_block
 

@@ -15,7 +15,8 @@ formats (JSON, CSV; schemas/ holds the JSON Schema), markdown, plots, html (+ te
 overview (the per-task summary a page opens on), site (leaderboards/index.html over every
 suite), summary (the lines `bench run` ends with), frontier (privacy-utility frontier),
 dfil_plots (attack MSE vs 1/dFIL with the Fisher bounds), write (the directory), load,
-keys (row identity), compare, provenance (versions, threads, environment).
+keys (row identity), compare, provenance (versions, threads, environment), reproduction
+(paper reference tables against the rows), verdicts (the rules reproduction judges by).
 
 The package sits below the CLI and the validation code: nothing here imports bench.cli,
 bench.api, bench.runner, bench.validation or bench.testing (tests/test_import_graph.py).

@@ -30,6 +30,7 @@ from bench.report.labels import (
     utility_metric_of,
 )
 from bench.report.overview import task_overview
+from bench.report.reproduction import table_view
 from bench.suite import suite_dir
 
 TEXT_COLUMNS = ("task", "mechanism", "params", "guarantee", "attack", "seeds")
@@ -258,7 +259,7 @@ def render_index_html(
             metric_help={m: _metric_help(m) for m in columns},
             frontiers=frontiers,
             plots=plots,
-            reproductions=reproductions or [],
+            reproductions=[{**d, "view": table_view(d)} for d in reproductions or []],
             overviews={
                 t: task_overview(
                     [r for r in rows if r["task"] == t], (utility_metrics or {}).get(t)
