@@ -22,6 +22,7 @@ from bench.protocols import FitContext, Guarantee
 from bench.registry import ATTACKS, MECHANISMS
 from bench.report.load import load_leaderboard
 from bench.report.rows import build_rows
+from bench.report.summary import summary_lines
 from bench.suite import load_suite, make_task
 
 MIA_ATTACKS = ("mia-boundary", "mia-gap", "mia-loo")
@@ -229,3 +230,18 @@ def test_a_planted_mechanism_that_claims_eps_but_never_noises_is_flagged(tmp_pat
     honest = by[("naive-noise", "mia-loo")]
     assert not honest["unreliable"]
     assert canonical_json(honest["guarantee"]) != canonical_json(planted["guarantee"])
+
+
+def test_summary_lines_show_the_worst_attack_beside_the_audit_and_the_certificate() -> None:
+    utility = {"accuracy": 0.8, "eps_audit_lb": 0.25, "bound_validity": 1.0}
+    rows = build_rows(
+        [
+            _result("lucid", None, utility),
+            _result("lucid", "mia-gap", {"mia_auc": 0.52, "mia_tpr_at_1pct_fpr": 0.0}),
+            _result("lucid", "mia-loo", {"mia_auc": 0.55, "mia_tpr_at_1pct_fpr": 0.02}),
+        ]
+    )
+    lines = summary_lines(rows, {}, {})
+    assert lines[0] == "spam: accuracy; strongest attack by mia_auc"
+    assert "attack 0.55 (mia-loo)" in lines[1]
+    assert lines[1].endswith("audit eps >= 0.25, validity 1")

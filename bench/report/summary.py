@@ -23,6 +23,17 @@ def _entry(metric: dict[str, Any] | None) -> str:
     return "-" if metric is None else f"{metric['value']:.4g}"
 
 
+def _claim_checks(metrics: dict[str, Any]) -> str:
+    """The audit's eps lower bound and the bound validity of a utility row, where it has
+    them: what the strongest attack is read next to (label-only settings carry both)."""
+    parts = [
+        f"{label} {_entry(metrics[name])}"
+        for name, label in (("eps_audit_lb", "audit eps >="), ("bound_validity", "validity"))
+        if name in metrics
+    ]
+    return ("  " + ", ".join(parts)) if parts else ""
+
+
 def summary_lines(
     rows: list[dict[str, Any]], defaults: dict[str, dict[str, Any]], utility: dict[str, str]
 ) -> list[str]:
@@ -41,6 +52,7 @@ def summary_lines(
             entry = settings.setdefault(key, {"row": row, "utility": None, "worst": None})
             if row["attack"] is None:
                 entry["utility"] = row["metrics"].get(metric)
+                entry["claim"] = _claim_checks(row["metrics"])
             elif row["attack"] == WORST_CASE:
                 entry["worst"] = row
         for entry in settings.values():
@@ -53,5 +65,8 @@ def summary_lines(
             if worst is not None and held is not None:
                 source = (worst.get("sources") or {}).get(held, "?")
                 attack = f"{_entry(worst['metrics'][held])} ({source})"
-            lines.append(f"  {name:44s} {metric} {_entry(entry['utility']):>7s}  attack {attack}")
+            lines.append(
+                f"  {name:44s} {metric} {_entry(entry['utility']):>7s}  attack {attack}"
+                + entry.get("claim", "")
+            )
     return lines
