@@ -34,6 +34,7 @@ from bench.mia_metrics import (
     auc_samples,
     ceiling,
     ceiling_test,
+    claimed_bound,
     threshold_at_fpr,
 )
 from bench.protocols import Attack, DataSplit, FitContext, Guarantee, Mechanism, Release, Task
@@ -138,14 +139,8 @@ def attacked_records(
 
 
 def claim_of(guarantee: Guarantee) -> tuple[float, float] | None:
-    """(eps, delta) of a claim that bounds this game, else None: DP or iDP over training
-    records. A label-DP claim (training labels) says nothing about a record's presence."""
-    eps = guarantee.params.get("eps")
-    if guarantee.notion not in ("dp", "idp") or eps is None:
-        return None
-    if not str(guarantee.distance or "").startswith("training-set"):
-        return None
-    return float(eps), float(guarantee.params.get("delta", 0.0))
+    """(eps, delta) of a claim that bounds this game, else None (bench.mia_metrics)."""
+    return claimed_bound(guarantee.to_dict())
 
 
 def membership_metrics(

@@ -138,6 +138,26 @@ def ceiling(eps: float, delta: float, fpr: float) -> float:
     return min(1.0, math.exp(eps) * fpr + delta)
 
 
+def auc_ceiling(eps: float, delta: float) -> float:
+    """The largest ROC AUC an (eps, delta)-DP claim allows: the area under the boundary of
+    its hypothesis-testing region, TPR <= min(e^eps FPR, 1 - e^-eps (1 - FPR)) + delta, is
+    e^eps / (1 + e^eps) for delta = 0 (0.5 at eps = 0: no test beats a coin), and delta
+    raises it by at most delta."""
+    return min(1.0, 1.0 / (1.0 + math.exp(-eps)) + delta)
+
+
+def claimed_bound(guarantee: dict) -> tuple[float, float] | None:
+    """(eps, delta) of a stored guarantee that bounds the membership game, else None: a DP
+    or iDP claim over training records (a label-DP claim over training labels says nothing
+    about a record's presence)."""
+    eps = guarantee.get("eps")
+    if guarantee.get("notion") not in ("dp", "idp") or not isinstance(eps, int | float):
+        return None
+    if not str(guarantee.get("distance") or "").startswith("training-set"):
+        return None
+    return float(eps), float(guarantee.get("delta", 0.0) or 0.0)
+
+
 def ceiling_test(
     members: np.ndarray,
     nonmembers: np.ndarray,
@@ -180,10 +200,12 @@ __all__ = [
     "MIA_TPR",
     "MIN_NONMEMBERS",
     "SPECS",
+    "auc_ceiling",
     "auc_samples",
     "ceiling",
     "ceiling_beaten_everywhere",
     "ceiling_test",
+    "claimed_bound",
     "placements",
     "threshold_at_fpr",
 ]

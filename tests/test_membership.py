@@ -17,7 +17,14 @@ from bench.hashing import canonical_json
 from bench.jobs import expand
 from bench.membership import LabelAccess, attacked_records, claim_of, membership_metrics
 from bench.metrics.stats import scalar
-from bench.mia_metrics import auc_samples, ceiling, ceiling_test, placements, threshold_at_fpr
+from bench.mia_metrics import (
+    auc_ceiling,
+    auc_samples,
+    ceiling,
+    ceiling_test,
+    placements,
+    threshold_at_fpr,
+)
 from bench.protocols import FitContext, Guarantee
 from bench.registry import ATTACKS, MECHANISMS
 from bench.report.load import load_leaderboard
@@ -168,7 +175,12 @@ def _result(mechanism: str, attack: str | None, metrics: dict) -> dict:
         "attack": attack,
         "attack_params": {},
         "seed": 0,
-        "guarantee": {"notion": "dp", "eps": 0.5, "delta": 0.0},
+        "guarantee": {
+            "notion": "dp",
+            "eps": 0.5,
+            "delta": 0.0,
+            "distance": "training-set/add-remove",
+        },
         "metrics": {k: scalar(v) for k, v in metrics.items()},
     }
 
@@ -245,3 +257,20 @@ def test_summary_lines_show_the_worst_attack_beside_the_audit_and_the_certificat
     assert lines[0] == "spam: accuracy; strongest attack by mia_auc"
     assert "attack 0.55 (mia-loo)" in lines[1]
     assert lines[1].endswith("audit eps >= 0.25, validity 1")
+
+
+def test_the_auc_ceiling_flags_an_auc_no_claim_of_that_eps_allows() -> None:
+    assert auc_ceiling(0.0, 0.0) == 0.5
+    assert auc_ceiling(1.0, 0.0) == pytest.approx(np.e / (1 + np.e))
+    leaky = {"mia_auc": 0.6, "mia_tpr_at_1pct_fpr": 0.02, "mia_ceiling_beaten": 0.0}
+    rows = build_rows(
+        [_result("leaky", None, {"accuracy": 0.8}), _result("leaky", "mia-loo", leaky)]
+    )
+    # eps = 0.5 allows AUC up to 0.622: a point estimate of 0.6 (CI [0.6, 0.6]) stays inside.
+    assert not any(r["unreliable"] for r in rows)
+    over = {**leaky, "mia_auc": 0.65}
+    rows = build_rows(
+        [_result("leaky", None, {"accuracy": 0.8}), _result("leaky", "mia-loo", over)]
+    )
+    assert all(r["unreliable"] for r in rows)
+    assert "AUC 0.65" in rows[0]["unreliable_reason"]

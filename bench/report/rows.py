@@ -11,7 +11,15 @@ from typing import Any
 from bench.hashing import canonical_json
 from bench.metrics import METRICS, MetricResult
 from bench.metrics.stats import aggregate_seeds
-from bench.mia_metrics import MIA_CEILING, MIA_CEILING_BEATEN, MIA_TPR, ceiling_beaten_everywhere
+from bench.mia_metrics import (
+    MIA_CEILING,
+    MIA_CEILING_BEATEN,
+    MIA_SCORE,
+    MIA_TPR,
+    auc_ceiling,
+    ceiling_beaten_everywhere,
+    claimed_bound,
+)
 from bench.report.labels import WORST_CASE, _label_of, attack_labels, row_sort_key
 
 SIG_DIGITS = 6
@@ -141,12 +149,20 @@ def flag_unreliable(rows: list[dict[str, Any]]) -> None:
 
 
 def _ceiling_beaten(row: dict[str, Any]) -> str | None:
-    """Why a membership attack row beats its claim's ceiling on TPR at 1% FPR (the exact
-    test of bench.mia_metrics.ceiling_test rejected the claim on every seed), or None."""
-    beaten = row["metrics"].get(MIA_CEILING_BEATEN)
-    if row["attack"] in (None, WORST_CASE) or beaten is None:
+    """Why a membership attack row beats its claim's ceiling: its AUC's 95% CI above the
+    largest AUC the claim allows, or on TPR at 1% FPR (the exact test of
+    bench.mia_metrics.ceiling_test rejected the claim on every seed); else None."""
+    if row["attack"] in (None, WORST_CASE):
         return None
-    if not ceiling_beaten_everywhere(float(beaten["value"])):
+    auc, claim = row["metrics"].get(MIA_SCORE), claimed_bound(row["guarantee"])
+    if auc is not None and claim is not None and float(auc["ci"][0]) > auc_ceiling(*claim):
+        return (
+            f"membership inference ({row['attack']}): AUC {auc['value']:.3g} "
+            f"[{auc['ci'][0]:.3g}, {auc['ci'][1]:.3g}] above the claim's ceiling "
+            f"{auc_ceiling(*claim):.3g} (e^eps / (1 + e^eps) + delta)"
+        )
+    beaten = row["metrics"].get(MIA_CEILING_BEATEN)
+    if beaten is None or not ceiling_beaten_everywhere(float(beaten["value"])):
         return None
     tpr, limit = row["metrics"].get(MIA_TPR, {}), row["metrics"].get(MIA_CEILING, {})
     return (
