@@ -41,6 +41,7 @@ from bench.device import device_kind
 from bench.errors import ConfigError
 from bench.evaluate import JobOutcome, run_job
 from bench.jobs import Job
+from bench.membership import is_membership_attack, run_membership_job
 from bench.quiet import silence_dependencies
 from bench.registry import MECHANISMS
 
@@ -193,6 +194,8 @@ def attempt(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome | 
     also when it caused the error, still stops the run."""
     silence_dependencies()
     try:
+        if job.attack is not None and is_membership_attack(job.attack):
+            return run_membership_job(job, cache_root, progress)
         return run_job(job, cache_root, progress)
     except (Exception, SystemExit) as exc:  # SystemExit: a plug-in calling sys.exit()
         if _interrupted(exc):

@@ -117,6 +117,12 @@ def code_hash_of(*classes: type, audited: bool = False) -> str:
     return files_digest(sorted(code_files_of(*classes, audited=audited)))
 
 
+def _infers_membership(attack_cls: type) -> bool:
+    """Whether an attack class infers membership (bench.membership.MembershipAttack) rather
+    than reconstructing inputs."""
+    return bool(getattr(attack_cls, "infers_membership", False))
+
+
 def _attack_samples(suite: Suite, entry: Entry, task: Task) -> int:
     """The test samples the task's attack jobs score; a suite asking for more than the task
     has is refused (the row would record a sample count its metrics do not have)."""
@@ -186,7 +192,8 @@ def expand(
             m_cls = MECHANISMS.get(m_entry.name)
             if task_obj.modality not in m_cls.modalities:
                 continue
-            # Reconstruction attacks need an encoder; a label-only release has none.
+            # Reconstruction attacks need an encoder, which a label-only release does not
+            # have; membership-inference attacks need label-only access (bench.membership).
             attack_entries = [
                 a
                 for a in suite.attacks
@@ -194,7 +201,7 @@ def expand(
                 and a.applies_to(t_entry.name)
                 and a.attacks_mechanism(m_entry.name)
                 and task_obj.modality in ATTACKS.get(a.name).modalities
-                and not m_cls.releases_labels
+                and bool(m_cls.releases_labels) == _infers_membership(ATTACKS.get(a.name))
             ]
             samples = _attack_samples(suite, t_entry, task_obj) if attack_entries else 0
             for m_params in m_entry.param_sets():

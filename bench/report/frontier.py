@@ -31,7 +31,8 @@ from bench.report.labels import (
 
 # Attack metrics the frontier can use, preferred first; "_all" variants score ⊥ answers
 # with the attacker's prior guess, so abstaining mechanisms are compared on every sample.
-ATTACK_SCORES = ("ssim_all", "ssim", "top1_all", "top1")
+# Membership inference (label-only access): the strongest attack's ROC AUC.
+ATTACK_SCORES = ("ssim_all", "ssim", "top1_all", "top1", "mia_auc")
 
 
 @dataclass(frozen=True)

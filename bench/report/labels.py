@@ -8,6 +8,7 @@ from typing import Any
 
 from bench.hashing import canonical_json
 from bench.metrics import METRICS
+from bench.mia_metrics import SPECS as _MIA_SPECS  # registers the membership metrics
 
 _NOTION_WORDS = {
     "ldp": "LDP",
@@ -128,6 +129,17 @@ WORST_CASE = "worst case"
 
 
 ATTACK_METRICS = ("mse", "psnr", "ssim")
+# Membership-inference attack rows (label-only access) carry these instead.
+MIA_METRICS = tuple(s.name for s in _MIA_SPECS if s.kind == "privacy")
+
+
+def attack_metrics_of(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The per-attack columns of a task: membership metrics where its attacks infer
+    membership (those it holds), else the reconstruction metrics."""
+    held = {n for r in rows if _is_attack(r) for n in r["metrics"]}
+    if "mia_auc" in held:
+        return tuple(m for m in MIA_METRICS if m in held)
+    return ATTACK_METRICS
 
 
 COST_METRICS = ("fit_s", "release_ms")

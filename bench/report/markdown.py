@@ -7,8 +7,8 @@ from typing import Any
 
 from bench.hashing import canonical_json
 from bench.report.labels import (
-    ATTACK_METRICS,
     COST_METRICS,
+    MIA_METRICS,
     WORST_CASE,
     _by_config,
     _is_attack,
@@ -17,6 +17,7 @@ from bench.report.labels import (
     _rows_by_task,
     _worst_case,
     attack_labels,
+    attack_metrics_of,
     describe_guarantee,
     task_chance,
     utility_metric_of,
@@ -66,13 +67,16 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     extra = [n for n in ("release_rate", *audit, "bound_validity", *proposal) if n in has]
     header = ["mechanism", "params", "guarantee", "seeds"]
     header += [utility] if utility else []
+    per_attack = attack_metrics_of(rows)
+    ceiling = "mia_ceiling_1pct_fpr"
+    extra += [ceiling] if any(_is_attack(r) and ceiling in r["metrics"] for r in rows) else []
     worst_metrics = [
         m
-        for m in ("mse", "ssim", "top1")
+        for m in ("mse", "ssim", "top1", *MIA_METRICS)
         if any(r["attack"] == WORST_CASE and m in r["metrics"] for r in rows)
     ]
     header += [*extra, *(f"worst-case {m}" for m in worst_metrics)]
-    header += [f"{a}: {m}" for a in attacks for m in ATTACK_METRICS]
+    header += [f"{a}: {m}" for a in attacks for m in per_attack]
     header += list(COST_METRICS)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (mechanism, params_json), config_rows in configs.items():
@@ -97,7 +101,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
         cells += [_cell(_worst_case(config_rows, m)) for m in worst_metrics]
         for a in attacks:
             metrics = by_attack[a]["metrics"] if a in by_attack else {}
-            cells += [_cell(metrics.get(m)) for m in ATTACK_METRICS]
+            cells += [_cell(metrics.get(m)) for m in per_attack]
         cells += [_cell(base_metrics.get(n)) for n in COST_METRICS]
         lines.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
     return lines

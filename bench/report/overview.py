@@ -33,6 +33,7 @@ SCORE_WORDS = {
     "top1": "top-1",
     "top1_all": "top-1 (all)",
     "mse": "MSE",
+    "mia_auc": "membership AUC",
 }
 
 
@@ -49,6 +50,27 @@ def _audit_power(metrics: dict[str, Any], guarantee: dict[str, Any] | None = Non
     text = f"could show {ideal['value']:.3g} · {int(draws['value']):,} draws"
     why = inconclusive({"metrics": metrics, "guarantee": guarantee}) if guarantee else None
     return f"{why} · {text}" if why else text
+
+
+def _membership_cells(worst: dict[str, Any] | None, rows: Any) -> dict[str, Any]:
+    """A label-only setting's strongest TPR at 1% FPR (and 0.1% where reported), with the
+    attack that reached it, beside the ceiling its claim puts on that TPR (bench.mia_metrics)."""
+    metrics = (worst or {}).get("metrics", {})
+    ceiling = next(
+        (
+            r["metrics"]["mia_ceiling_1pct_fpr"]
+            for r in rows
+            if "mia_ceiling_1pct_fpr" in r["metrics"]
+        ),
+        None,
+    )
+    sources = (worst or {}).get("sources") or {}
+    return {
+        "mia_tpr": _cell(metrics.get("mia_tpr_at_1pct_fpr")),
+        "mia_tpr_by": sources.get("mia_tpr_at_1pct_fpr", ""),
+        "mia_tpr_01": _cell(metrics.get("mia_tpr_at_0_1pct_fpr")),
+        "mia_ceiling": _cell(ceiling),
+    }
 
 
 def _label_only(rows: list[dict[str, Any]]) -> bool:
@@ -158,6 +180,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "utility": _cell(metrics.get(utility)) if utility else None,
                 "attack": _cell(worst["metrics"].get(held)) if worst and held else None,
                 "attack_by": (worst.get("sources") or {}).get(held, "") if worst and held else "",
+                **_membership_cells(worst, entry["rows"].values()),
                 "audit": _cell(metrics.get("eps_audit_lb")),
                 "audit_power": _audit_power(metrics, util_row and util_row.get("guarantee")),
                 "validity": _cell(weakest["metrics"]["bound_validity"] if weakest else None),
@@ -183,6 +206,10 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "constant": bool(util_row and util_row.get("constant_predictor")),
                 "alternative_scoring": alternative_scoring(entry["params"]),
                 "unreliable": any(r.get("unreliable") for r in entry["rows"].values()),
+                "unreliable_reason": next(
+                    (r["unreliable_reason"] for r in entry["rows"].values() if r.get("unreliable")),
+                    "",
+                ),
                 # A bound that binds by theorem and fails is a broken claim; one resting on an
                 # estimate (or on an assumption the attack need not meet) that fails says the
                 # estimate does not carry over to this attack.
@@ -208,6 +235,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         "lower_is_stronger": score == "mse",
         "has_attacks": has_attacks,
         "label_only": _label_only(rows),
+        "mia_records": _mia_records(rows),
         "has_audit": any(line["audit"] for line in lines),
         "has_validity": any(line["validity"] for line in lines),
         # Each distinct reason a bound rests on an estimate or holds by theorem, for the legend.
@@ -221,6 +249,12 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         ),
         "lines": lines,
     }
+
+
+def _mia_records(rows: list[dict[str, Any]]) -> int | None:
+    """Non-members per seed of the task's membership attacks (as many as members), or None."""
+    counts = [r["metrics"]["mia_records"]["value"] for r in rows if "mia_records" in r["metrics"]]
+    return int(min(counts)) if counts else None
 
 
 def _chance_line(rows: list[dict[str, Any]], score: str) -> dict[str, Any] | None:

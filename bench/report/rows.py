@@ -11,6 +11,15 @@ from typing import Any
 from bench.hashing import canonical_json
 from bench.metrics import METRICS, MetricResult
 from bench.metrics.stats import aggregate_seeds
+from bench.mia_metrics import (
+    MIA_CEILING,
+    MIA_CEILING_BEATEN,
+    MIA_SCORE,
+    MIA_TPR,
+    auc_ceiling,
+    ceiling_beaten_everywhere,
+    claimed_bound,
+)
 from bench.report.labels import WORST_CASE, _label_of, attack_labels, row_sort_key
 
 SIG_DIGITS = 6
@@ -116,23 +125,51 @@ def build_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def flag_unreliable(rows: list[dict[str, Any]]) -> None:
     """Mark every row of a setting whose privacy audit refuted its claim (eps_audit_lb above
-    the declared eps at 95% confidence): `unreliable` true with the reason. All numbers here
-    are re-executed by bench (`source`), none copied from papers."""
+    the declared eps at 95% confidence), or where a membership-inference attack beat the
+    claim's ceiling on TPR at 1% FPR (bench.mia_metrics): `unreliable` true with the reason.
+    All numbers here are re-executed by bench (`source`), none copied from papers."""
     refuted: dict[tuple[str, str, str], str] = {}
     for row in rows:
         audit = row["metrics"].get("eps_audit_lb")
         claimed = row["guarantee"].get("eps")
+        key = (row["task"], row["mechanism"], canonical_json(row["params"]))
         if audit is not None and isinstance(claimed, int | float) and audit["value"] > claimed:
-            key = (row["task"], row["mechanism"], canonical_json(row["params"]))
             refuted[key] = (
                 f"privacy audit: eps lower bound {audit['value']:.3g} > claimed {claimed:g}"
             )
+        beaten = _ceiling_beaten(row)
+        if beaten and key not in refuted:
+            refuted[key] = beaten
     for row in rows:
         row["source"] = "re-executed"
         reason = refuted.get((row["task"], row["mechanism"], canonical_json(row["params"])))
         row["unreliable"] = reason is not None
         if reason:
             row["unreliable_reason"] = reason
+
+
+def _ceiling_beaten(row: dict[str, Any]) -> str | None:
+    """Why a membership attack row beats its claim's ceiling: its AUC's 95% CI above the
+    largest AUC the claim allows, or on TPR at 1% FPR (the exact test of
+    bench.mia_metrics.ceiling_test rejected the claim on every seed); else None."""
+    if row["attack"] in (None, WORST_CASE):
+        return None
+    auc, claim = row["metrics"].get(MIA_SCORE), claimed_bound(row["guarantee"])
+    if auc is not None and claim is not None and float(auc["ci"][0]) > auc_ceiling(*claim):
+        return (
+            f"membership inference ({row['attack']}): AUC {auc['value']:.3g} "
+            f"[{auc['ci'][0]:.3g}, {auc['ci'][1]:.3g}] above the claim's ceiling "
+            f"{auc_ceiling(*claim):.3g} (e^eps / (1 + e^eps) + delta)"
+        )
+    beaten = row["metrics"].get(MIA_CEILING_BEATEN)
+    if beaten is None or not ceiling_beaten_everywhere(float(beaten["value"])):
+        return None
+    tpr, limit = row["metrics"].get(MIA_TPR, {}), row["metrics"].get(MIA_CEILING, {})
+    return (
+        f"membership inference ({row['attack']}): TPR at 1% FPR {tpr.get('value', 0.0):.3g} "
+        f"above the claim's ceiling {limit.get('value', 0.0):.3g} (e^eps * FPR + delta) "
+        "in an exact test on every seed"
+    )
 
 
 def _strongest(entries: list[tuple[str, dict[str, Any]]], metric: str) -> tuple[str, dict]:

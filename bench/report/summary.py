@@ -48,6 +48,17 @@ def _flags(row: dict[str, Any] | None) -> str:
     return f"  [{', '.join(flags)}]" if flags else ""
 
 
+def _claim_checks(metrics: dict[str, Any]) -> str:
+    """The audit's eps lower bound and the bound validity of a utility row, where it has
+    them: what the strongest attack is read next to (label-only settings carry both)."""
+    parts = [
+        f"{label} {_entry(metrics[name])}"
+        for name, label in (("eps_audit_lb", "audit eps >="), ("bound_validity", "validity"))
+        if name in metrics
+    ]
+    return ("  " + ", ".join(parts)) if parts else ""
+
+
 def summary_lines(
     rows: list[dict[str, Any]], defaults: dict[str, dict[str, Any]], utility: dict[str, str]
 ) -> list[str]:
@@ -69,6 +80,7 @@ def summary_lines(
             if row["attack"] is None:
                 entry["utility"] = row["metrics"].get(metric)
                 entry["utility_row"] = row
+                entry["claim"] = _claim_checks(row["metrics"])
             elif row["attack"] == WORST_CASE:
                 entry["worst"] = row
         for entry in settings.values():
@@ -83,5 +95,9 @@ def summary_lines(
                 attack = f"{_entry(worst['metrics'][held])} ({source})"
             utility_text = _with_ci(entry["utility"])
             flags = _flags(entry["utility_row"])
-            lines.append(f"  {name:44s} {metric} {utility_text:>22s}  attack {attack}{flags}")
+            lines.append(
+                f"  {name:44s} {metric} {utility_text:>22s}  attack {attack}"
+                + entry.get("claim", "")
+                + flags
+            )
     return lines

@@ -1,0 +1,212 @@
+"""Membership inference against label-only mechanisms: the attack contract, the attacker's
+label-only access, and the job that runs one attack on members and held-out non-members.
+
+The game (Yeom et al. 2018; Carlini et al. 2022): the mechanism is fitted on the task's
+training split; the attacker gets the m first training records (members) and m records
+drawn from the held-out test split (non-members), shuffled together with their true labels,
+and scores each; the scores give the ROC AUC and the TPR at a low FPR (bench.mia_metrics).
+The attacker sees the mechanism only through `LabelAccess`: labels of the records it asks
+about, answered by `Mechanism.release` exactly as the mechanism serves any user, so a
+repeated query of the same record gets the answer the mechanism remembered.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from bench.cache import ArtifactCache
+from bench.device import job_device, to_cpu
+from bench.errors import ConfigError, MechanismOutputError
+from bench.evaluate import JobOutcome
+from bench.hashing import derive_seed, digest, seeded_init
+from bench.jobs import Job
+from bench.metrics import MetricResult
+from bench.metrics.stats import scalar, summarize
+from bench.mia_metrics import (
+    FPR_LEVELS,
+    MIN_NONMEMBERS,
+    auc_samples,
+    ceiling,
+    ceiling_test,
+    claimed_bound,
+    threshold_at_fpr,
+)
+from bench.protocols import Attack, DataSplit, FitContext, Guarantee, Mechanism, Release, Task
+from bench.registry import ATTACKS, MECHANISMS
+from bench.suite import make_task
+from bench.threads import pinned_threads
+
+QUERY_CHUNK = 512  # records per release call: bounds naive-idp's (networks x queries) logits
+
+
+class LabelAccess:
+    """The attacker's only view of the mechanism: the label it serves for each record asked.
+    Every call goes through `release` with one generator for the whole attack, in the order
+    the attacker asks, so the answers (and the mechanism's memory) are the same on every run."""
+
+    def __init__(self, mechanism: Mechanism, generator: torch.Generator) -> None:
+        self._mechanism = mechanism
+        self._generator = generator
+        self.queries = 0
+
+    def labels(self, x: torch.Tensor) -> torch.Tensor:
+        """(N,) served labels of the records `x` (N, d)."""
+        out = []
+        for chunk in x.split(QUERY_CHUNK):
+            release = self._mechanism.release(chunk, self._generator)
+            if not isinstance(release, Release) or len(release) != len(chunk):
+                raise MechanismOutputError(
+                    f"mechanism {self._mechanism.name}: release of {len(chunk)} queries did "
+                    "not return a Release with one row per query"
+                )
+            out.append(to_cpu(release.values).argmax(1))
+            self.queries += len(chunk)
+        return torch.cat(out)
+
+
+class MembershipAttack(Attack):
+    """A membership-inference attack: scores records, higher meaning "more likely a member".
+
+    It is an Attack (parameters, registry, suites) that reconstructs nothing; the harness runs
+    it through `run_membership_job`, never through the reconstruction path."""
+
+    modalities: ClassVar[frozenset[str]] = frozenset({"tabular"})
+    defaults: ClassVar[dict[str, Any]] = {"records": 0}
+    infers_membership: ClassVar[bool] = True  # bench.jobs pairs it with label-only mechanisms
+
+    task: Task
+    ctx: FitContext
+
+    def check_params(self) -> None:
+        if int(self.params["queries"]) != 1:
+            raise ConfigError(
+                f"attack {self.name}: queries must be 1 (label-only mechanisms remember their "
+                "answers; the attack decides itself which records it asks about)"
+            )
+
+    def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
+        """Keep what the attacker may know besides the answers: the task (its records'
+        encoding) and the job's seed and cache. The mechanism is never kept: its answers
+        come through `LabelAccess` only."""
+        self.task, self.ctx = task, ctx
+
+    def reconstruct(self, release: Release) -> torch.Tensor:
+        raise NotImplementedError(f"attack {self.name} infers membership; it reconstructs nothing")
+
+    @abstractmethod
+    def score(
+        self, access: LabelAccess, x: torch.Tensor, y: torch.Tensor, train_index: torch.Tensor
+    ) -> torch.Tensor:
+        """(N,) membership scores of the records `x` with true labels `y`. `train_index[k]`
+        is record k's position in the training split if it has one, else -1: what an
+        attacker who knows the rest of the training set (the DP adversary) uses to pick the
+        network trained without it; an attack that does not use it must ignore it."""
+
+
+def is_membership_attack(name: str | None) -> bool:
+    """Whether the registered attack `name` is a membership-inference attack."""
+    return name is not None and issubclass(ATTACKS.get(name), MembershipAttack)
+
+
+def attacked_records(
+    splits: Any, records: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(x, y, member, train_index): the first `records` training records (0: all) and as many
+    held-out test records drawn at random for the seed, interleaved in a seeded order."""
+    n_train = len(splits.train)
+    m = n_train if records == 0 else min(records, n_train)
+    if len(splits.test) < m:
+        raise ConfigError(
+            f"membership inference needs {m} held-out records, the test split has "
+            f"{len(splits.test)}; lower the attack's `records`"
+        )
+    g = torch.Generator().manual_seed(derive_seed(seed, "mia-nonmembers"))
+    held_out = torch.randperm(len(splits.test), generator=g)[:m]
+    x = torch.cat([splits.train.x[:m], splits.test.x[held_out]])
+    y = torch.cat([splits.train.y[:m], splits.test.y[held_out]])
+    member = torch.cat([torch.ones(m, dtype=torch.bool), torch.zeros(m, dtype=torch.bool)])
+    train_index = torch.cat([torch.arange(m), torch.full((m,), -1)])
+    order = torch.randperm(
+        2 * m, generator=torch.Generator().manual_seed(derive_seed(seed, "mia-order"))
+    )
+    return x[order], y[order], member[order], train_index[order]
+
+
+def claim_of(guarantee: Guarantee) -> tuple[float, float] | None:
+    """(eps, delta) of a claim that bounds this game, else None (bench.mia_metrics)."""
+    return claimed_bound(guarantee.to_dict())
+
+
+def membership_metrics(
+    scores: np.ndarray, member: np.ndarray, claim: tuple[float, float] | None, seed: int
+) -> dict[str, MetricResult]:
+    """AUC and TPR at the low FPRs the non-member count allows, each with per-record samples
+    for the seed-level bootstrap, the prior line, and the claim's ceiling at 1% FPR with the
+    exact test of it (bench.mia_metrics.ceiling_test, its split drawn from `seed`)."""
+    members, nonmembers = scores[member], scores[~member]
+    out: dict[str, MetricResult] = {
+        "mia_auc": summarize(auc_samples(members, nonmembers)),
+        "mia_auc_prior": scalar(0.5),
+        "mia_records": scalar(float(len(members))),
+    }
+    for suffix, alpha in FPR_LEVELS:
+        if len(nonmembers) < MIN_NONMEMBERS[suffix]:
+            continue
+        c, _, _ = threshold_at_fpr(members, nonmembers, alpha)
+        out[f"mia_tpr_at_{suffix}_fpr"] = summarize((members >= c).astype(np.float64))
+        if suffix == "1pct":
+            out["mia_tpr_at_1pct_fpr_prior"] = scalar(alpha)
+            if claim is not None:
+                eps, delta = claim
+                out["mia_ceiling_1pct_fpr"] = scalar(ceiling(eps, delta, alpha))
+                split = np.random.default_rng(derive_seed(seed, "mia-ceiling-split"))
+                tpr_low, limit = ceiling_test(members, nonmembers, eps, delta, alpha, split)
+                out["mia_ceiling_beaten"] = scalar(float(tpr_low > limit))
+    return out
+
+
+def run_membership_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
+    """One membership-inference job, with the same pinning as `bench.evaluate.run_job`: the
+    job's thread count, device and a global RNG seeded from its config."""
+    global_seed = int(digest(job.config()), 16)
+    with (
+        pinned_threads(job.threads),
+        job_device(job.device) as on,
+        seeded_init(global_seed, "job-global-rng"),
+    ):
+        return _run(job, cache_root, progress, on.device)
+
+
+def _run(job: Job, cache_root: Path, progress: bool, device: torch.device) -> JobOutcome:
+    start = time.perf_counter()
+    task = make_task(job.task, job.task_options)
+    splits = task.splits()
+    cache = ArtifactCache(cache_root, device=device)
+    mech: Mechanism = MECHANISMS.get(job.mechanism)(**job.params)
+    mech.fit(task, splits, FitContext(job.seed, cache, progress, device))
+    attack = ATTACKS.get(job.attack)(**job.attack_params)
+    x, y, member, train_index = attacked_records(splits, int(attack.params["records"]), job.seed)
+    t0 = time.perf_counter()
+    inside0, built0 = cache.seconds_inside, cache.build_seconds
+    attack.fit(mech, task, splits.aux, FitContext(job.seed, cache, progress, device))
+    access = LabelAccess(mech, torch.Generator().manual_seed(derive_seed(job.seed, "release")))
+    scores = to_cpu(attack.score(access, x, y, train_index))
+    if tuple(scores.shape) != (len(x),) or not torch.isfinite(scores).all():
+        raise MechanismOutputError(
+            f"attack {job.attack}: score() must return {len(x)} finite scores, got "
+            f"{tuple(scores.shape)}"
+        )
+    guarantee = mech.guarantee()
+    metrics = membership_metrics(
+        scores.double().numpy(), member.numpy(), claim_of(guarantee), job.seed
+    )
+    cached = (cache.seconds_inside - inside0) - (cache.build_seconds - built0)
+    metrics["attack_s"] = scalar(time.perf_counter() - t0 - cached)
+    metrics["mia_queries"] = scalar(access.queries / len(x))
+    return JobOutcome(metrics, guarantee.to_dict(), time.perf_counter() - start)
