@@ -16,6 +16,7 @@ from bench.report.labels import (
     at_chance,
     attack_labels,
     describe_guarantee,
+    not_private,
     row_sort_key,
     score_name_in,
     setting_order,
@@ -174,6 +175,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "constant": bool(util_row and util_row.get("constant_predictor")),
                 "alternative_scoring": alternative_scoring(entry["params"]),
                 "unreliable": any(r.get("unreliable") for r in entry["rows"].values()),
+                "not_private": not_private(any_row),
                 # A bound that binds by theorem and fails is a broken claim; one resting on an
                 # estimate (or on an assumption the attack need not meet) that fails says the
                 # estimate does not carry over to this attack.
@@ -236,6 +238,7 @@ def best_at_fixed_privacy(lines: list[dict[str, Any]], score: str) -> list[dict[
             and line["utility"] is not None
             and not line["at_chance"]  # a setting at chance serves nothing
             and not line["alternative_scoring"]  # scored on other inputs: not comparable
+            and not line.get("not_private")  # a claim declared void is no privacy level
             and float(line["attack"]["value"]) <= limit
         ]
         best = max(inside, key=lambda line: float(line["utility"]["value"]), default=None)
