@@ -29,6 +29,16 @@ STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "posthoc-attribution-subset",
         {"sensitivity": "reference-code", "recipe": "reference-code", "obf_epochs": 300},
     ),
+    (
+        "3 + full training set, 50k (not private)",
+        "posthoc-attribution",
+        {
+            "sensitivity": "reference-code",
+            "recipe": "reference-code",
+            "vae_epochs": 2,
+            "obf_epochs": 30,
+        },
+    ),
 )
 DEFAULTS = {
     "sensitivity": "l1",
