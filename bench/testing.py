@@ -226,7 +226,15 @@ def check_declares_guarantee(mut: MechanismUnderTest) -> str:
         raise _fail(f"guarantee() must return a bench.protocols.Guarantee, got {type(g).__name__}")
     if g.notion not in get_args(Notion):
         raise _fail(f"unknown notion {g.notion!r}; use one of {', '.join(get_args(Notion))}")
-    bad = [k for k, v in g.params.items() if not (isinstance(v, int | float) and math.isfinite(v))]
+    # "not_private": a diagnostic setting's own statement that its claim does not hold (why).
+    void = g.params.get("not_private")
+    if void is not None and not (isinstance(void, str) and void):
+        raise _fail("guarantee parameter 'not_private' must be a non-empty reason (a string)")
+    bad = [
+        k
+        for k, v in g.params.items()
+        if k != "not_private" and not (isinstance(v, int | float) and math.isfinite(v))
+    ]
     if bad:
         raise _fail(f"guarantee parameters {bad} must be finite numbers")
     if g.notion in CLAIM_NOTIONS:

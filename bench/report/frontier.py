@@ -5,7 +5,8 @@ both with their CIs, and the Pareto-optimal settings marked.
 A setting is on the frontier when no other setting has at least its utility and at most its
 attack score with one of the two strictly better: the settings a user should choose among.
 Settings at chance (utility CI reaching the best constant predictor) are drawn but never on
-the frontier: a useless setting is trivially private.
+the frontier: a useless setting is trivially private. Settings whose claim is declared void
+(guarantee `not_private`, bench.report.labels) are left out altogether: they are not private.
 Point values decide dominance; the CIs are drawn so a reader sees which gaps are noise.
 """
 
@@ -21,6 +22,7 @@ from bench.report.labels import (
     WORST_CASE,
     alternative_scoring,
     at_chance,
+    not_private,
     privacy_label,
     score_name_in,
     short_setting,
@@ -86,6 +88,8 @@ def frontier_points(
     for config in by_config.values():
         base, worst = config.get("utility"), config.get(WORST_CASE)
         if base is None or worst is None or alternative_scoring(base["params"]):
+            continue
+        if not_private(base):  # a diagnostic whose claim does not hold: never ranked
             continue
         held = score_name_in(worst["metrics"], score)
         u, a = base["metrics"].get(utility), worst["metrics"].get(held or "")

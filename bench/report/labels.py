@@ -31,11 +31,27 @@ def notion_words(notion: str) -> str:
 _PARAM_ORDER = ("eps", "delta", "radius", "R")
 
 
+# A guarantee key by which a mechanism declares that a setting's claim does not hold (a
+# diagnostic setting, e.g. a published calibration that is known to under-noise), with the
+# reason as its value. Such settings are shown, audited and labelled, never ranked.
+NOT_PRIVATE = "not_private"
+
+
+def not_private(row: dict[str, Any] | None) -> str:
+    """The reason a row's declared claim does not hold, or "" when it makes a valid one."""
+    return str(((row or {}).get("guarantee") or {}).get(NOT_PRIVATE) or "")
+
+
 def describe_guarantee(guarantee: dict[str, Any]) -> str:
-    """A guarantee in words, e.g. "IP (ε=1, δ=1e-05, r=0.1) over l2/input"."""
+    """A guarantee in words, e.g. "IP (ε=1, δ=1e-05, r=0.1) over l2/input"; a claim declared
+    void reads "NOT PRIVATE (claimed: ...): reason"."""
     notion = guarantee.get("notion", "none")
     if notion in (None, "none"):
         return "none"
+    void = guarantee.get(NOT_PRIVATE)
+    if void:
+        rest = {k: v for k, v in guarantee.items() if k != NOT_PRIVATE}
+        return f"NOT PRIVATE (claimed: {describe_guarantee(rest)}): {void}"
     # "bound": what an attack row's check rests on; "tuning": how the model was trained.
     skip = ("notion", "distance", "bound", "tuning")
     names = [k for k in guarantee if k not in skip and guarantee[k] is not None]

@@ -17,6 +17,7 @@ from bench.report.labels import (
     at_chance,
     attack_labels,
     describe_guarantee,
+    not_private,
     row_sort_key,
     score_name_in,
     setting_order,
@@ -210,6 +211,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                     (r["unreliable_reason"] for r in entry["rows"].values() if r.get("unreliable")),
                     "",
                 ),
+                "not_private": not_private(any_row),
                 # A bound that binds by theorem and fails is a broken claim; one resting on an
                 # estimate (or on an assumption the attack need not meet) that fails says the
                 # estimate does not carry over to this attack.

@@ -20,7 +20,7 @@ from bench.mia_metrics import (
     ceiling_beaten_everywhere,
     claimed_bound,
 )
-from bench.report.labels import WORST_CASE, _label_of, attack_labels, row_sort_key
+from bench.report.labels import WORST_CASE, _label_of, attack_labels, not_private, row_sort_key
 
 SIG_DIGITS = 6
 
@@ -125,9 +125,10 @@ def build_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def flag_unreliable(rows: list[dict[str, Any]]) -> None:
     """Mark every row of a setting whose privacy audit refuted its claim (eps_audit_lb above
-    the declared eps at 95% confidence), or where a membership-inference attack beat the
-    claim's ceiling on TPR at 1% FPR (bench.mia_metrics): `unreliable` true with the reason.
-    All numbers here are re-executed by bench (`source`), none copied from papers."""
+    the declared eps at 95% confidence), where a membership-inference attack beat the
+    claim's ceiling on TPR at 1% FPR (bench.mia_metrics), or whose mechanism declares the
+    claim void (guarantee `not_private`): `unreliable` true with the reason(s). All numbers
+    here are re-executed by bench (`source`), none copied from papers."""
     refuted: dict[tuple[str, str, str], str] = {}
     for row in rows:
         audit = row["metrics"].get("eps_audit_lb")
@@ -142,7 +143,9 @@ def flag_unreliable(rows: list[dict[str, Any]]) -> None:
             refuted[key] = beaten
     for row in rows:
         row["source"] = "re-executed"
-        reason = refuted.get((row["task"], row["mechanism"], canonical_json(row["params"])))
+        audit_reason = refuted.get((row["task"], row["mechanism"], canonical_json(row["params"])))
+        reasons = [r for r in (not_private(row), audit_reason) if r]
+        reason = "; ".join(reasons) if reasons else None
         row["unreliable"] = reason is not None
         if reason:
             row["unreliable_reason"] = reason

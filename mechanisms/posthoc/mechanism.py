@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from bench.certify import milp as milp_layer  # a module value: the job hash covers it
-from bench.certify.lipschitz.local import ReluMLP, local_lipschitz
+from bench.certify.lipschitz.local import OutNorm, ReluMLP, local_lipschitz
 from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import seeded_init
@@ -32,10 +32,13 @@ from mechanisms.posthoc.decisions import (
     run_query_tests,
 )
 from mechanisms.posthoc.models import (
+    RECIPES,
+    REFERENCE_HIDDEN,
     VARIANTS,
     BetaVAE,
     classifier,
     finetune_classifier,
+    obfuscator,
     train_obfuscator,
     train_vae,
 )
@@ -88,6 +91,19 @@ LIPSCHITZ_EXACT = register_metric(
         "posthoc-ptr: fraction of those constants the MILP solved exactly (else its certified "
         "upper bound)",
     )
+)
+
+
+# The sensitivity PTR calibrates to (parameter `sensitivity`) and the output norm of its local
+# Lipschitz constants. "l1": the l_inf -> l_1 constant, the l_1 sensitivity the Laplace
+# release needs (Theorem 4.4's release step). "reference-code": LipMIP's 'l1Ball1', the
+# l_inf -> l_inf constant max_j ||grad f_j||_1 that the paper's public code used, up to k times
+# smaller: a diagnostic, whose rows make no valid claim (`NOT_PRIVATE`).
+SENSITIVITIES: dict[str, OutNorm] = {"l1": "l1", "reference-code": "linf"}
+NOT_PRIVATE = (
+    "not private: the release noise is calibrated to the l_inf -> l_inf local Lipschitz "
+    "constant (the paper's public code), not the l_1 sensitivity the Laplace release needs "
+    "(up to k times larger), so Theorem 4.4's release step does not hold"
 )
 
 
@@ -162,6 +178,9 @@ class PosthocPTR(Mechanism):
         "split_boxes": 200,
         "solver": "highs",
         "finetune_epochs": 5,
+        "sensitivity": "l1",
+        "lipschitz_method": "milp",
+        "recipe": "bench",
     }
 
     def check_params(self) -> None:
@@ -183,6 +202,18 @@ class PosthocPTR(Mechanism):
             raise ConfigError("posthoc-ptr: split_boxes must be an integer >= 0 (0: MILP only)")
         if float(p["r_max"]) and float(p["r_max"]) <= float(p["R"]):
             raise ConfigError("posthoc-ptr: r_max must exceed R (or be 0 for the default)")
+        for key, choices in (
+            ("sensitivity", tuple(SENSITIVITIES)),
+            ("lipschitz_method", ("milp", "auto")),
+            ("recipe", RECIPES),
+        ):
+            if p[key] not in choices:
+                raise ConfigError(f"posthoc-ptr: {key} must be one of {', '.join(choices)}")
+
+    @property
+    def out_norm(self) -> OutNorm:
+        """The output norm of every local Lipschitz constant PTR computes (SENSITIVITIES)."""
+        return SENSITIVITIES[str(self.params["sensitivity"])]
 
     # ------------------------------------------------------------------ fit
 
@@ -204,6 +235,7 @@ class PosthocPTR(Mechanism):
             "variant": p["variant"],
             "alpha": p["alpha"],
             "obf_epochs": p["obf_epochs"],
+            "recipe": p["recipe"],
             "code": code_digest("mechanisms.posthoc.models"),
         }
 
@@ -219,15 +251,16 @@ class PosthocPTR(Mechanism):
                     ctx.generator("posthoc-obf"),
                     alpha=float(p["alpha"]),
                     device=ctx.device,
+                    recipe=str(p["recipe"]),
+                    z_std=self._posterior_std(train.x) if p["recipe"] == "reference-code" else None,
                 )
             return {"f": f.state_dict(), "h": h.state_dict(), "out_dim": 8}
 
         nets = ctx.cache.get_or_build(
             {"artifact": "posthoc-obfuscator", **self.model_key}, build_obf
         )
-        self.f = nn.Sequential(
-            nn.Linear(latent, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8)
-        )
+        hidden = REFERENCE_HIDDEN if p["recipe"] == "reference-code" else (8, 8)
+        self.f = obfuscator(latent, hidden, 8)
         self.f.load_state_dict(nets["f"])
         self.f.to(self.device).eval()
         self.h = classifier(8, task.num_classes)
@@ -246,6 +279,8 @@ class PosthocPTR(Mechanism):
                 "solver": p["solver"],
                 "time_limit": p["time_limit"],
                 "node_limit": p["node_limit"],
+                "sensitivity": p["sensitivity"],
+                "lipschitz_method": p["lipschitz_method"],
             },
             lambda: self._calibrate(to_cpu(z_train[: int(p["n_calib"])]), radius),
         )
@@ -262,6 +297,8 @@ class PosthocPTR(Mechanism):
             solver=str(p["solver"]),
             node_limit=int(p["node_limit"]),
             split_boxes=int(p["split_boxes"]),
+            out_norm=self.out_norm,
+            method="auto" if p["lipschitz_method"] == "auto" else "milp",
         )
         self.region = self._region(z_train)
         self.scale = release_scale(self.delta_p, eps, radius)
@@ -276,6 +313,13 @@ class PosthocPTR(Mechanism):
             ctx.generator("posthoc-finetune"),
         )
         self._certifiers: dict[bytes, Certifier] = {}
+
+    @torch.no_grad()
+    def _posterior_std(self, x: torch.Tensor) -> torch.Tensor:
+        """The VAE posterior's standard deviation at each training input (the reference
+        code's recipe trains the obfuscator on posterior samples)."""
+        _, logvar = self.vae.encode(to_device(x, self.device))
+        return (0.5 * logvar).exp()
 
     def _region(self, z_train: torch.Tensor) -> CertifiedRegion:
         """The fit-time region certificate over the training embeddings (cached)."""
@@ -304,11 +348,11 @@ class PosthocPTR(Mechanism):
                 self.relu_net,
                 row,
                 radius,
-                "l1",
+                self.out_norm,
                 time_limit=self.clock(),
                 solver=str(self.params["solver"]),
                 node_limit=int(self.params["node_limit"]),
-                method="milp",  # the path the committed posthoc numbers rest on
+                method="auto" if self.params["lipschitz_method"] == "auto" else "milp",
             )
             values.append(res.upper)
             exact.append(res.exact)
@@ -392,12 +436,17 @@ class PosthocPTR(Mechanism):
         return to_cpu(self.h(to_device(release.values.float(), self.device)))
 
     def guarantee(self) -> Guarantee:
+        """Theorem 4.4's (2 eps, delta/2, R) claim; under the reference code's sensitivity the
+        same numbers carry `not_private` with the reason (the reports never rank such rows)."""
         p = self.params
-        return Guarantee(
-            "reconstruction",
-            {"eps": 2 * float(p["eps"]), "delta": float(p["delta"]) / 2, "radius": float(p["R"])},
-            "linf/embedding",
-        )
+        claim: dict[str, Any] = {
+            "eps": 2 * float(p["eps"]),
+            "delta": float(p["delta"]) / 2,
+            "radius": float(p["R"]),
+        }
+        if p["sensitivity"] != "l1":
+            claim["not_private"] = NOT_PRIVATE
+        return Guarantee("reconstruction", claim, "linf/embedding")
 
     def encoder(self) -> nn.Module:
         return _Pipeline(self.vae, self.f).eval()

@@ -7,6 +7,14 @@ alpha = 0.99, against a proxy decoder trained in alternation), `c` (contrastive,
 1, margin 25, on the obfuscated output, with gradient), `n` (Gaussian noise sigma = 0.01
 on the obfuscated output while training) and their combinations. Each network is
 initialised on the CPU and trained on the device it is given (bench.device; default the CPU).
+
+Two obfuscator training recipes (`RECIPES`): "bench" (the above, as the paper's text states
+it) and "reference-code", the choices of the paper's public code that its text does not
+state, kept to measure how much of the paper's Table 1 they explain (docs/posthoc.md):
+obfuscator [in, 10, out], Adam 1e-4 for f and h, f trained on samples of the VAE posterior
+(z = mu + sigma * N(0, 1), where the release uses mu), the noise term as Laplace(sigma) on the
+classifier's input only (f gets no noise gradient), and the contrastive term evaluated on
+the embedding z instead of f's output, so that it adds nothing to f's gradient.
 """
 
 from __future__ import annotations
@@ -25,6 +33,9 @@ BETA = 5.0
 CONTRASTIVE_MARGIN = 25.0
 CONTRASTIVE_LAMBDA = 1.0
 NOISE_SIGMA = 0.01
+RECIPES = ("bench", "reference-code")
+REFERENCE_HIDDEN = (10,)  # the public code's obfuscator [in, 10, out]
+REFERENCE_LR = 1e-4  # its Adam step for the obfuscator and the classifier
 
 
 def variant_parts(variant: str) -> frozenset[str]:
@@ -139,33 +150,50 @@ def train_obfuscator(
     hidden: tuple[int, ...] = (8, 8),
     out_dim: int = 8,
     device: torch.device = CPU,
+    recipe: str = "bench",
+    z_std: torch.Tensor | None = None,
 ) -> tuple[nn.Sequential, nn.Sequential]:
     """Train obfuscator f and classifier h on embeddings z (labels y; images x for the ARL
-    proxy decoder) on `device`. Returns (f, h). Variants per paper Table 1 (module
-    docstring)."""
+    proxy decoder) on `device`. Returns (f, h). Variants per paper Table 1, `recipe` per
+    RECIPES (module docstring; "reference-code" replaces `hidden` and, given the posterior
+    standard deviations `z_std`, trains on posterior samples around `z`)."""
     parts = variant_parts(variant)
     if not 0 <= alpha < 1:
         raise ConfigError(f"ARL weight alpha must lie in [0, 1), got {alpha}")
-    f = obfuscator(z.shape[1], hidden, out_dim).to(device)
+    if recipe not in RECIPES:
+        raise ConfigError(f"unknown training recipe {recipe!r}; choose one of {RECIPES}")
+    reference = recipe == "reference-code"
+    f = obfuscator(z.shape[1], REFERENCE_HIDDEN if reference else hidden, out_dim).to(device)
     h = classifier(out_dim, num_classes).to(device)
     adv = nn.Sequential(nn.Linear(out_dim, 128), nn.ReLU(), nn.Linear(128, int(x[0].numel())))
     adv = adv.to(device)
-    opt = torch.optim.Adam([*f.parameters(), *h.parameters()], lr=1e-3)
+    lr = REFERENCE_LR if reference else 1e-3
+    opt = torch.optim.Adam([*f.parameters(), *h.parameters()], lr=lr)
     opt_adv = torch.optim.Adam(adv.parameters(), lr=1e-3)
     z, y, flat = (to_device(t, device) for t in (z, y, x.flatten(1)))
+    if z_std is not None:
+        z_std = to_device(z_std, device)
     for _ in range(epochs):
         order = to_device(torch.randperm(len(z), generator=gen), device)
         for s in range(0, len(z), batch_size):
             idx = order[s : s + batch_size]
             zb, yb, xb = z[idx], y[idx], flat[idx]
+            if reference and z_std is not None:
+                zb = zb + z_std[idx] * randn(zb.shape, gen, device)
             out = f(zb)
-            noisy = out + NOISE_SIGMA * randn(out.shape, gen, device) if "n" in parts else out
-            ce = F.cross_entropy(h(noisy), yb)
+            if "n" in parts and reference:  # noise on h's input only, no gradient into f
+                noisy = out.detach() + laplace(out.shape, NOISE_SIGMA, gen, device)
+                ce = F.cross_entropy(h(out), yb) + F.cross_entropy(h(noisy), yb)
+            elif "n" in parts:
+                noisy = out + NOISE_SIGMA * randn(out.shape, gen, device)
+                ce = F.cross_entropy(h(noisy), yb)
+            else:
+                ce = F.cross_entropy(h(out), yb)
             loss = ce
             if "arl" in parts:
                 rec = F.mse_loss(torch.sigmoid(adv(out)), xb)
                 loss = (1 - alpha) * ce - alpha * rec
-            if "c" in parts:
+            if "c" in parts and not reference:  # on the embedding it is constant in f
                 loss = loss + CONTRASTIVE_LAMBDA * contrastive_loss(out, yb, CONTRASTIVE_MARGIN)
             opt.zero_grad()
             loss.backward()
@@ -178,6 +206,14 @@ def train_obfuscator(
     f.eval()
     h.eval()
     return f, h
+
+
+def laplace(
+    shape: torch.Size | tuple[int, ...], scale: float, gen: torch.Generator, device: torch.device
+) -> torch.Tensor:
+    """Laplace(0, scale) noise by inverse CDF from `gen` (u kept off the +-1/2 poles)."""
+    u = rand(shape, gen, device) - 0.5
+    return -scale * torch.sign(u) * torch.log1p(-2 * u.abs().clamp(max=0.4999999))
 
 
 def finetune_classifier(
@@ -201,8 +237,7 @@ def finetune_classifier(
         order = to_device(torch.randperm(len(out), generator=gen), device)
         for s in range(0, len(out), batch_size):
             idx = order[s : s + batch_size]
-            u = rand(out[idx].shape, gen, device) - 0.5
-            noise = -noise_scale * torch.sign(u) * torch.log1p(-2 * u.abs().clamp(max=0.4999999))
+            noise = laplace(out[idx].shape, noise_scale, gen, device)
             loss = F.cross_entropy(h(out[idx] + noise), y[idx])
             opt.zero_grad()
             loss.backward()

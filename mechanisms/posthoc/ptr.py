@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.certify.lipschitz.local import (
+    Method,
     OutNorm,
     ReluMLP,
     local_lipschitz,
@@ -100,6 +101,10 @@ class PTRConfig:
     samples: int = 64
     node_limit: int | None = 5000
     split_boxes: int = 200  # input-splitting budget before the MILP (0: straight to MILP)
+    # The exact search behind a decision the cheap bounds and the splitting search leave open:
+    # "milp" (node-limited, the default) or "auto" (bench.certify.lipschitz.local: the pattern
+    # or region search where they apply, exact without a node limit; else the MILP).
+    method: Method = "milp"
 
     def __post_init__(self) -> None:
         check_privacy_params(self.eps, self.delta, self.radius)
@@ -171,7 +176,7 @@ def certify_region(net: ReluMLP, z_train: np.ndarray, cfg: PTRConfig) -> Certifi
         solver=cfg.solver,
         threshold=cfg.delta_p,
         node_limit=None if cfg.node_limit is None else 20 * cfg.node_limit,
-        method="milp",  # the path the committed posthoc numbers rest on (performance.md)
+        method=cfg.method,
     )
     return CertifiedRegion(lo, hi, cfg.r_max, res.upper, res.upper <= cfg.delta_p)
 
@@ -240,7 +245,7 @@ class Certifier:
             threshold=cfg.delta_p,
             samples=8,
             node_limit=cfg.node_limit,
-            method="milp",  # the path the committed posthoc numbers rest on (performance.md)
+            method=cfg.method,
         )
         if res.argmax is not None:  # the incumbent's point lower-bounds every box holding it
             norm = float(operator_norms(self.net.jacobians(res.argmax[None]), cfg.out_norm)[0])
