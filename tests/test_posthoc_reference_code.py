@@ -100,9 +100,15 @@ def test_void_claims_are_unreliable_and_never_ranked() -> None:
     _, points = frontier_points(rows, "accuracy")
     assert [p.params["sensitivity"] for p in points] == ["l1"] and points[0].pareto
     overview = task_overview(rows, "accuracy")
-    best = {band["limit"]: band["line"] for band in overview["best"]}
-    assert best[0.2] is None  # only the void setting reaches SSIM <= 0.2
-    assert best[0.4]["all_params"] == "eps=1, sensitivity=l1"
+    best = {
+        band["label"]: band["entries"][0]["line"] if band["entries"] else None
+        for band in overview["ranked"]
+    }
+    assert best["attack SSIM ≤ 0.2"] is None  # only the void setting reaches SSIM <= 0.2
+    assert best["attack SSIM ≤ 0.4"]["all_params"] == "eps=1, sensitivity=l1"
+    # nor is it ranked on its claim: the void eps is no privacy level
+    claimed = [b for b in overview["ranked"] if b["kind"] == "claim"]
+    assert all(e["line"]["not_private"] == "" for b in claimed for e in b["entries"])
     assert [line["not_private"] for line in overview["lines"]] == ["", "x"]
     # an audit that also refutes the void claim adds its own reason
     rows[2]["metrics"]["eps_audit_lb"] = {"value": 3.1, "ci": [3.1, 3.1], "n": 1}

@@ -1,5 +1,6 @@
-"""The attack-strength report (issue 22): for every mechanism setting of a suite that runs
-the previous and the new image attacks on the same releases, each attack's SSIM and MSE
+"""The attack-strength report (the stronger attack set of 2026-11-25): for every mechanism
+setting of a suite that runs the previous and the new image attacks on the same releases,
+each attack's SSIM and MSE
 with their CIs, which attack is the worst case in each set, and whether the new set moved
 the worst case. Read from a committed leaderboard.json, so every number is a committed one.
 
@@ -18,14 +19,14 @@ from bench.hashing import canonical_json
 from bench.report.labels import attack_labels, describe_guarantee, short_setting, varying_params
 from bench.report.load import load_leaderboard
 
-# The attack set before issue 22, identified by the parameters that select the old
+# The attack set before the stronger set, identified by the parameters that select the old
 # behaviour (the rows also carry the suite's other parameters, e.g. max_steps).
 PREVIOUS_SETTINGS: dict[str, dict[str, Any]] = {
     "tv": {"tune_lambda": False},
     "map": {"shrinkage": "fixed"},
     "inverter": {"decoder": "conv"},
 }
-# Attacks that issue 22 left unchanged: members of both sets.
+# Attacks the stronger set left unchanged: members of both sets.
 UNCHANGED = frozenset({"optimization"})
 # Per metric: how many decimals to print, and whether a higher value is a stronger attack.
 METRICS = {"ssim": (3, True), "mse": (4, False)}
@@ -147,8 +148,9 @@ def report_markdown(report: list[dict[str, Any]], source: str) -> str:
         f"Source: `{source}` (committed). SSIM: higher is a stronger attack; MSE: lower is. "
         "Each value is the mean over the attacked samples of all seeds (the released ones, "
         "for a mechanism that may abstain), with its 95% CI. "
-        "Set: `previous` = the attacks before issue 22 (tv at lambda 0.05, map at shrinkage "
-        "0.1, the conv inverter), `new` = the attacks after it, `both` = unchanged. "
+        "Set: `previous` = the attacks before the stronger set of 2026-11-25 (tv at lambda "
+        "0.05, map at shrinkage 0.1, the conv inverter), `new` = the attacks after it, "
+        "`both` = unchanged. "
         "Moved: the new worst case's CI lies entirely above (stronger) or below (weaker) the "
         "previous worst case's CI; otherwise within CI.",
         "",
