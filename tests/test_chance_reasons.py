@@ -88,6 +88,7 @@ def test_refresh_rewrites_a_committed_board_with_the_current_flags(tmp_path: Pat
     board = tmp_path / "movielens"
     stale = _scored("identity", (0.749, 0.74, 0.76), modal=1.0)
     stale["constant_predictor"] = True  # what the argmax-share rule wrote on an AUC task
+    stale.update(unreliable=True, unreliable_reason="a rule that no longer holds")
     doc = {"suite": "s", "suite_version": "1", "generated_at": "2026-01-01T00:00:00+00:00",
            "code_version": "c", "rows": [stale]}  # fmt: skip
     board.mkdir()
@@ -95,6 +96,7 @@ def test_refresh_rewrites_a_committed_board_with_the_current_flags(tmp_path: Pat
     refresh_board(board)
     fresh = json.loads((board / "leaderboard.json").read_text())
     assert "constant_predictor" not in fresh["rows"][0]
+    assert fresh["rows"][0]["unreliable"] is False and "unreliable_reason" not in fresh["rows"][0]
     assert fresh["rows"][0]["metrics"] == stale["metrics"]
     assert (fresh["generated_at"], fresh["code_version"]) == (doc["generated_at"], "c")
     assert (board / "index.html").is_file() and (board / "leaderboard.md").is_file()

@@ -31,6 +31,7 @@ from bench.report.reproduction import (
     reproduction_markdown,
     suite_reproductions,
 )
+from bench.report.rows import flag_unreliable
 
 
 def write_leaderboard(
@@ -130,15 +131,23 @@ def refresh_reproductions(out_dir: Path) -> list[Path]:
 
 
 # Row keys that the report code derives (flag_rows): dropped before a board is re-flagged.
-DERIVED_ROW_KEYS = ("at_chance", "at_chance_reason", "constant_predictor", "bound_basis")
+DERIVED_ROW_KEYS = (
+    "at_chance",
+    "at_chance_reason",
+    "constant_predictor",
+    "bound_basis",
+    "unreliable",
+    "unreliable_reason",
+)
 
 
 def refresh_board(out_dir: Path) -> list[Path]:
     """Rewrite a committed board from its leaderboard.json alone with the current report
-    code: the rows re-flagged (`flag_rows`), leaderboard.{json,csv,md}, the task and paper
-    plots, reproduction.{md,json} and the page. Values, generation time and code version
-    stay as they are; what only the store has is kept as it is: reconstruction grids, and
-    the Markdown of a board that shows reconstructed sentences (text tasks)."""
+    code: the rows re-flagged (`flag_unreliable`, `flag_rows`), leaderboard.{json,csv,md},
+    the task and paper plots, reproduction.{md,json} and the page. Values, generation time
+    and code version stay as they are; what only the store has is kept as it is:
+    reconstruction grids, and the Markdown of a board that shows reconstructed sentences
+    (text tasks)."""
     out_dir = Path(out_dir)
     json_path = out_dir / "leaderboard.json"
     if not json_path.is_file():
@@ -147,6 +156,9 @@ def refresh_board(out_dir: Path) -> list[Path]:
     kept_md = md_path.read_text() if md_path.is_file() else ""
     doc = json.loads(json_path.read_text())
     rows = [{k: v for k, v in r.items() if k not in DERIVED_ROW_KEYS} for r in doc["rows"]]
+    flag_unreliable(rows)
+    # The keys where the board had them (a refresh that changes no flag changes no byte).
+    rows = [_keys_in_order(new, old) for new, old in zip(rows, doc["rows"], strict=True)]
     written = write_leaderboard(
         doc["suite"],
         doc["suite_version"],
@@ -160,6 +172,12 @@ def refresh_board(out_dir: Path) -> list[Path]:
         _atomic_write_text(md_path, kept_md)
         written.remove(md_path)
     return written
+
+
+def _keys_in_order(row: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:
+    """`row` with its keys in the order `like` has them, keys `like` lacks last."""
+    ordered = {k: row[k] for k in like if k in row}
+    return {**ordered, **{k: v for k, v in row.items() if k not in ordered}}
 
 
 def declared_utility_metrics(tasks: Iterable[str]) -> dict[str, str]:
