@@ -38,101 +38,14 @@ from bench.hashing import canonical_json
 from bench.jobs import Job
 from bench.metrics import MetricResult
 from bench.store_rows import jobs_column
+from bench.store_schema import SCHEMA, SCHEMA_VERSION
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    job_hash TEXT PRIMARY KEY,
-    config TEXT NOT NULL,
-    task TEXT NOT NULL,
-    mechanism TEXT NOT NULL,
-    params TEXT NOT NULL,
-    attack TEXT,
-    attack_params TEXT NOT NULL,
-    seed INTEGER NOT NULL,
-    task_version TEXT NOT NULL,
-    data_hash TEXT NOT NULL,
-    code_hash TEXT NOT NULL,
-    guarantee TEXT NOT NULL,
-    duration_s REAL NOT NULL,
-    machine TEXT NOT NULL,
-    created_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS results (
-    job_hash TEXT NOT NULL REFERENCES jobs(job_hash),
-    metric TEXT NOT NULL,
-    value REAL NOT NULL,
-    ci_lo REAL NOT NULL,
-    ci_hi REAL NOT NULL,
-    n INTEGER NOT NULL,
-    samples BLOB,
-    PRIMARY KEY (job_hash, metric)
-);
-CREATE TABLE IF NOT EXISTS examples (
-    job_hash TEXT PRIMARY KEY REFERENCES jobs(job_hash),
-    x BLOB NOT NULL,
-    x_hat BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS leases (
-    job_hash TEXT PRIMARY KEY,
-    runner TEXT NOT NULL,
-    claimed_at REAL NOT NULL,
-    heartbeat_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS leases_by_runner ON leases(runner);
-CREATE TABLE IF NOT EXISTS lease_log (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    job_hash TEXT NOT NULL,
-    runner TEXT NOT NULL,
-    event TEXT NOT NULL,
-    at REAL NOT NULL,
-    prev_runner TEXT,
-    prev_heartbeat_at REAL,
-    outcome TEXT
-);
-CREATE TABLE IF NOT EXISTS failures (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    job_hash TEXT NOT NULL,
-    runner TEXT NOT NULL,
-    at REAL NOT NULL,
-    task TEXT NOT NULL,
-    mechanism TEXT NOT NULL,
-    params TEXT NOT NULL,
-    attack TEXT,
-    attack_params TEXT NOT NULL,
-    seed INTEGER NOT NULL,
-    error TEXT NOT NULL,
-    message TEXT NOT NULL,
-    traceback TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS failures_by_job ON failures(job_hash);
-"""
 # lease_log events: "claim" (the job had no lease), "takeover" (the lease of prev_runner,
 # last renewed at prev_heartbeat_at, had expired) and "release" with its outcome: "stored"
 # (released with the job's rows), "duplicate" (the job was already stored by another
 # runner), "failed" (the job raised: released with its `failures` row), "stopped" (the
 # run ended first: it was interrupted or the runner itself failed) or "lost" (the lease
 # had been taken over before this runner released it).
-
-
-# The store's schema version (SQLite's `user_version`): a store holding another version
-# is refused before anything is written to it (bench.store_guard). Stores written before
-# the version was stamped hold 0 and are accepted when their tables are exactly these.
-SCHEMA_VERSION = 1
-
-
-def schema_columns() -> dict[str, list[str]]:
-    """Each table of `_SCHEMA` and its column names in order: what a store must hold."""
-    conn = sqlite3.connect(":memory:")
-    try:
-        conn.executescript(_SCHEMA)
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return {
-            t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
-            for t in tables
-            if not t.startswith("sqlite_")
-        }
-    finally:
-        conn.close()
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -188,7 +101,7 @@ class ResultStore:
         self._conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        self._conn.executescript(SCHEMA)
         if self._conn.execute("PRAGMA user_version").fetchone()[0] == 0:
             self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 

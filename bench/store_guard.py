@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from bench.errors import ConfigError
 from bench.preflight import check_file_target, os_reason, sqlite_reason
-from bench.store import SCHEMA_VERSION, ResultStore, schema_columns
+from bench.store_schema import SCHEMA_VERSION, schema_columns
+
+if TYPE_CHECKING:
+    from bench.store import ResultStore
 
 # Columns a bench store's `jobs` table must have (named first when a foreign table lacks them).
 REQUIRED_JOB_COLUMNS = frozenset({"job_hash", "config", "code_hash", "data_hash", "duration_s"})
@@ -70,6 +74,8 @@ def check_store(path: Path) -> bool:
 def open_store(path: Path) -> ResultStore:
     """ResultStore(path), with every way the path can be unusable a one-line ConfigError;
     a store file this call created is removed again when it cannot be opened."""
+    from bench.store import ResultStore  # torch: only once a store is really opened
+
     path = Path(path)
     existed = check_store(path)
     try:

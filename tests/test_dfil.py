@@ -459,5 +459,6 @@ def test_bench_run_scores_every_dfil_attack_row_and_plots_the_bounds(tmp_path) -
     assert all(r["guarantee"]["notion"] == "dfil" for r in rows)
     bases = {r["attack"]: r["guarantee"]["bound"]["basis"] for r in attack_rows}
     assert bases == {"optimization": "estimate", "map": "theorem"}
-    plot = tmp_path / "lb" / "plots" / "gaussian_dfil_bounds.png"
-    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # One 1/dFIL level is no sweep: the bounds plot needs >= 3 levels (tests/test_plots_dfil.py
+    # draws one), and a page never shows a one-point curve.
+    assert not (tmp_path / "lb" / "plots" / "gaussian_dfil_bounds.png").exists()

@@ -125,8 +125,8 @@ def test_store_of_another_schema_version_is_refused(here, monkeypatch, capsys) -
 
 
 def test_new_store_is_stamped_with_the_schema_version(tmp_path) -> None:
-    from bench.store import SCHEMA_VERSION
     from bench.store_guard import open_store
+    from bench.store_schema import SCHEMA_VERSION
 
     open_store(tmp_path / "s.sqlite").close()
     conn = sqlite3.connect(tmp_path / "s.sqlite")
