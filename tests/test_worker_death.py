@@ -40,7 +40,10 @@ def test_a_job_whose_worker_aborts_fails_alone(suite: Path, tmp_path, monkeypatc
     listed = _listed(proc.stderr)
     assert listed.keys() == dying
     for line in listed.values():
-        assert "WorkerDied: the worker process running this job died killed by SIGABRT" in line
+        # The pool reports the dead worker's signal when it reaps the process in time, else
+        # an unknown cause: either way the death is this job's, named as such.
+        assert "WorkerDied: the worker process running this job died" in line
+        assert "killed by SIGABRT" in line or "for an unknown reason" in line
     store = tmp_path / "r.sqlite"
     stored = {h for (h,) in _query(store, "SELECT job_hash FROM jobs")}
     assert stored == {j.hash for j in jobs} - dying
