@@ -19,13 +19,22 @@ as in the reference sweeps, accuracy depends on R / eps only.
 
 Every decision "L(f, N(x, r)) <= DeltaP ?" is certified (`Certifier`): a fit-time region
 certificate covering the box, a sampled Jacobian norm > DeltaP, a cheap sound upper bound
-<= DeltaP, a budgeted input-splitting search (bench/certify/lipschitz/split.py), the MILP's
-dual bound <= DeltaP, or its incumbent > DeltaP. L grows with the box,
-so the feasible grid points form a prefix r_0..r_J and phi = r_J / 2: a deterministic
-function of x whose sensitivity is <= (d + step) / 2 <= R since step <= R (Lemma 4.3 on the
-grid). Only a MILP that exhausts its node / time budget undecided leaves a decision inexact:
-it is treated as "L > DeltaP" for that radius and every larger one (phi can only shrink,
-keeping phi <= gamma) and the query is flagged (`exact` False).
+<= DeltaP, a budgeted input-splitting search (bench/certify/lipschitz/split.py), or the
+exact search (`method`): its certified upper bound <= DeltaP, or a value it attains at a
+point of the box > DeltaP. By default ("auto") the exact search is bench's activation-pattern
+or region search (bench/certify/lipschitz/local.py), which settles exactly the decisions
+LipMIP's node-limited MILP ("milp") can leave open. L grows with the box, so the feasible
+grid points form a prefix r_0..r_J and phi = r_J / 2: a deterministic function of x whose
+sensitivity is <= (d + step) / 2 <= R since step <= R (Lemma 4.3 on the grid).
+
+The exact search runs on a work budget (`node_limit`: MILP nodes, or the searches' nodes
+and LPs), never on seconds, so every decision is the same function of x on every machine.
+A search that spends it undecided answers with its certified upper bound, never an
+incumbent: the decision is "L > DeltaP" for that radius and every larger one, so the query
+is refused rather than released on an unproven box, phi can only shrink (phi <= gamma,
+Lemma 4.2, still holds), and the query is flagged (`exact` False, reported as `ptr_exact`):
+Lemma 4.3's sensitivity bound is proven for phi built from exact decisions, so a flagged
+query's test rests on the budgeted decision.
 
 One decision per query (`ptr_test`). Alg. 1 releases iff phi + Z > t0, Z ~ Lap(R/eps),
 t0 = ln(1/delta) R/eps. Drawing Z first, this is phi > t := t0 - Z: always when t < 0
@@ -99,12 +108,12 @@ class PTRConfig:
     solver: str = "highs"  # a node-limited decision depends on it (bench.certify.milp)
     out_norm: OutNorm = "l1"
     samples: int = 64
-    node_limit: int | None = 5000
-    split_boxes: int = 200  # input-splitting budget before the MILP (0: straight to MILP)
+    node_limit: int | None = 5000  # the exact search's work budget (module docstring)
+    split_boxes: int = 200  # input-splitting budget before the exact search (0: none)
     # The exact search behind a decision the cheap bounds and the splitting search leave open:
-    # "milp" (node-limited, the default) or "auto" (bench.certify.lipschitz.local: the pattern
-    # or region search where they apply, exact without a node limit; else the MILP).
-    method: Method = "milp"
+    # "auto" (the default; bench.certify.lipschitz.local: the pattern or region search where
+    # they apply, else the MILP) or "milp" (LipMIP's MILP, node-limited).
+    method: Method = "auto"
 
     def __post_init__(self) -> None:
         check_privacy_params(self.eps, self.delta, self.radius)
@@ -163,7 +172,7 @@ class CertifiedRegion:
 
 
 def certify_region(net: ReluMLP, z_train: np.ndarray, cfg: PTRConfig) -> CertifiedRegion:
-    """One MILP over the training embeddings' bounding box grown by R_max (the server's own
+    """One exact search over the training embeddings' bounding box grown by R_max (the server's own
     data, like DeltaP: fixed before any query), decided against DeltaP with a budget 20x a
     query's. It only short-cuts decisions the per-query path would certify the same way."""
     lo, hi = z_train.min(0), z_train.max(0)
@@ -250,11 +259,11 @@ class Certifier:
         if res.argmax is not None:  # the incumbent's point lower-bounds every box holding it
             norm = float(operator_norms(self.net.jacobians(res.argmax[None]), cfg.out_norm)[0])
             self._witnesses.append((float(np.abs(res.argmax - self.center).max()), norm))
-        if res.upper <= cfg.delta_p:
+        if res.upper <= cfg.delta_p:  # certified upper bound: the box is feasible
             return True
-        if res.lower <= cfg.delta_p:  # budget exhausted undecided: shrink (sound), flag
+        if res.lower <= cfg.delta_p:  # budget spent undecided: refuse this radius, flag
             self.exact = False
-        return False
+        return False  # else an attained value > DeltaP: certified infeasible
 
     def feasible(self, j: int) -> bool:
         """The (memoised, monotone) decision at grid point j."""

@@ -236,7 +236,12 @@ def local_lipschitz(
     region search (bench.certify.lipschitz.regions: two hidden layers, l_inf -> l_1), which
     solves nets too large for both; "auto" uses the pattern search when the box leaves at
     most PATTERN_MAX_FREE neurons unstable, else the region search where it applies, else
-    the MILP with the c_0 = 1 symmetry fixed. `node_limit` applies to the MILP only."""
+    the MILP with the c_0 = 1 symmetry fixed.
+
+    `node_limit` is the exact method's work budget, counted the same way on every machine:
+    branch-and-bound nodes of the MILP, parts bounded plus reachability LPs of the pattern
+    search, nodes popped plus LPs of the region search. A search that spends it stops with
+    its certified upper bound (never an incumbent) and `exact` False."""
     if method not in METHODS:
         raise ConfigError(f"local Lipschitz method must be one of {METHODS}, got {method!r}")
     if method == "regions" and out_norm != "l1":
@@ -253,7 +258,14 @@ def local_lipschitz(
         return LipschitzResult(ub, lb, False, "bounds")
     if method == "patterns" or (method == "auto" and _patterns_fit(net, c, radius, out_norm)):
         found = _patterns.exact_by_patterns(
-            net, c, radius, out_norm, time_limit=time_limit, threshold=threshold, floor=lb
+            net,
+            c,
+            radius,
+            out_norm,
+            time_limit=time_limit,
+            threshold=threshold,
+            floor=lb,
+            work_limit=node_limit,
         )
         return LipschitzResult(
             min(ub, found.upper),
@@ -266,7 +278,13 @@ def local_lipschitz(
         )
     if method == "regions" or (method == "auto" and _regions_fit(net, out_norm)):
         found_r = _regions.exact_by_regions(
-            net, c, radius, time_limit=time_limit, threshold=threshold, floor=lb
+            net,
+            c,
+            radius,
+            time_limit=time_limit,
+            threshold=threshold,
+            floor=lb,
+            work_limit=node_limit,
         )
         return LipschitzResult(
             min(ub, found_r.upper),

@@ -60,7 +60,7 @@ class PatternSearchResult:
     upper: float
     lower: float
     exact: bool
-    status: str  # "optimal", "decided" (threshold settled), "time_limit"
+    status: str  # "optimal", "decided" (threshold settled), "time_limit", "work_limit"
     parts: int  # boxes bounded
     lps: int  # reachability LPs solved
     seconds: float
@@ -224,11 +224,17 @@ class _ReachLP:
 
 
 def _search_part(
-    net: ReluMLP, part: _Part, floor: float, deadline: float, out_norm: OutNorm
+    net: ReluMLP,
+    part: _Part,
+    floor: float,
+    deadline: float,
+    out_norm: OutNorm,
+    max_lps: float = math.inf,
 ) -> tuple[float, float, int, bool]:
-    """Best-first over pattern prefixes of one scored part. Returns (upper, attained, lps,
-    finished): `upper` bounds L over the part (<= floor when nothing beats it), `attained`
-    the best exact norm of a pattern with an interior point (0 if none)."""
+    """Best-first over pattern prefixes of one scored part, solving at most `max_lps`
+    reachability LPs. Returns (upper, attained, lps, finished): `upper` bounds L over the
+    part (<= floor when nothing beats it), `attained` the best exact norm of a pattern with
+    an interior point (0 if none)."""
     assert part.scores is not None
     scores, free = part.scores, part.free
     total = len(free)
@@ -245,8 +251,8 @@ def _search_part(
         neg, _, prefix, depth = heap[0]
         if -neg <= max(floor, attained):
             return max(floor, attained), attained, lps, True
-        if time.perf_counter() > deadline:
-            return -neg, attained, lps, False
+        if time.perf_counter() > deadline or lps >= max_lps:
+            return -neg, attained, lps, False  # the open heap's top bounds the rest: sound
         heapq.heappop(heap)
         if depth == total + 1:  # its exact norm beats every other bound: the part's maximum
             return -neg, attained, lps, True
@@ -333,10 +339,13 @@ def exact_by_patterns(
     threshold: float | None = None,
     max_free: int = PATTERN_MAX_FREE,
     floor: float = 0.0,
+    work_limit: int | None = None,
 ) -> PatternSearchResult:
     """L(f, box) exactly (see the module docstring). `floor` is a known attained value (e.g.
     a sampled Jacobian norm) used to prune; with `threshold`, stop once L <= t or L > t is
-    certified; with `time_limit`, stop with the certified bounds reached so far."""
+    certified; with `time_limit` (seconds) or `work_limit` (parts bounded plus reachability
+    LPs solved: the same stop on every machine), stop with the certified bounds reached so
+    far (status "time_limit" / "work_limit": `upper` is still sound, `exact` False)."""
     start = time.perf_counter()
     deadline = start + (time_limit if time_limit is not None else math.inf)
     c = check_box(net, center, radius)
@@ -358,6 +367,7 @@ def exact_by_patterns(
             upper, best, done, status, parts, lps, time.perf_counter() - start
         )
 
+    budget = math.inf if work_limit is None else work_limit
     push(c - r, c + r)
     while heap:
         top = max(-heap[0][0], touching)
@@ -367,17 +377,22 @@ def exact_by_patterns(
             return result(top, "decided")
         if time.perf_counter() > deadline:
             return result(top, "time_limit")
+        if parts + lps >= budget:
+            return result(top, "work_limit")
         _, _, part = heapq.heappop(heap)
         if part.scores is None:  # too many unstable neurons: split the box first
             for lo, hi in halve(net, part.lo, part.hi):
                 push(lo, hi)
             continue
-        upper, attained, used, finished = _search_part(net, part, best, deadline, out_norm)
+        upper, attained, used, finished = _search_part(
+            net, part, best, deadline, out_norm, budget - parts - lps
+        )
         lps += used
         best = max(best, attained)
         if not finished:
             heapq.heappush(heap, (-upper, next(counter), part))
-            return result(max(upper, -heap[0][0]), "time_limit")
+            status = "work_limit" if parts + lps >= budget else "time_limit"
+            return result(max(upper, -heap[0][0]), status)
         touching = max(touching, upper)  # > best only if the top piece meets the part
         # on its boundary alone: the MILP's value, but not attained at an interior point
     return result(max(best, touching), "optimal")

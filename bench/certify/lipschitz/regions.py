@@ -60,7 +60,7 @@ class RegionSearchResult:
     upper: float
     lower: float
     exact: bool
-    status: str  # "optimal", "decided" (a threshold was settled) or "time_limit"
+    status: str  # "optimal", "decided" (a threshold was settled), "time_limit", "work_limit"
     nodes: int
     lps: int
     seconds: float
@@ -277,9 +277,12 @@ class _Search:
 
     # --- the search ---------------------------------------------------------------------
 
-    def run(self, deadline: float, threshold: float | None) -> tuple[float, str, int]:
+    def run(
+        self, deadline: float, threshold: float | None, work_limit: float = math.inf
+    ) -> tuple[float, str, int]:
         """(certified upper bound, status, nodes popped); with `threshold`, stop as soon as
-        the bounds decide L <= threshold or L > threshold (status "decided")."""
+        the bounds decide L <= threshold or L > threshold (status "decided"); stop with the
+        open heap's top (sound) once nodes popped plus LPs solved reach `work_limit`."""
         known = self.points(self.c + self.rng.uniform(-self.r, self.r, (WITNESSES, len(self.c))))
         self.exclude_pairs(known)
         tie = itertools.count()
@@ -295,6 +298,8 @@ class _Search:
                 return top, "decided", popped
             if time.perf_counter() > deadline:
                 return top, "time_limit", popped
+            if popped + self.lps + self.ranges.lps >= work_limit:
+                return top, "work_limit", popped
             _, _, state, known, settled, complete, active = heapq.heappop(heap)
             popped += 1
             if complete:  # its exact norm is above every open bound: the answer, attained
@@ -351,16 +356,21 @@ def exact_by_regions(
     time_limit: float | None = None,
     threshold: float | None = None,
     floor: float = 0.0,
+    work_limit: int | None = None,
 ) -> RegionSearchResult:
     """L(f, box) for ||.||_inf -> ||.||_1 and a two-hidden-layer net (see the module
     docstring). `floor` is a known attained value; with `threshold`, stop once L <= t or
-    L > t is certified; with `time_limit`, stop with the certified bounds reached so far."""
+    L > t is certified; with `time_limit` (seconds) or `work_limit` (nodes popped plus LPs
+    solved: the same stop on every machine), stop with the certified bounds reached so far
+    (`upper` still sound, `exact` False)."""
     start = time.perf_counter()
     c = check_box(net, center, radius)
     r = np.broadcast_to(np.asarray(radius, dtype=np.float64), c.shape).copy()
     search = _Search(net, c, r, floor)
     deadline = start + (time_limit if time_limit is not None else math.inf)
-    upper, status, nodes = search.run(deadline, threshold)
+    upper, status, nodes = search.run(
+        deadline, threshold, math.inf if work_limit is None else work_limit
+    )
     upper = max(upper, search.best) * (1 + SAFETY)
     lower = search.best
     return RegionSearchResult(
