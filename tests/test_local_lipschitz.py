@@ -213,7 +213,7 @@ def test_an_installed_gurobi_is_used_only_when_named(monkeypatch: pytest.MonkeyP
     c = np.zeros(4)
     assert build_milp(net, c, 0.3, "l1").solve().solver == "highs"
     assert local_lipschitz(net, c, 0.3, "l1", method="milp").solver == "highs"
-    with pytest.raises(ConfigError, match="'auto' is gone"):
+    with pytest.raises(ConfigError, match="'auto' is not one"):
         build_milp(net, c, 0.3, "l1").solve(solver="auto")
 
 
