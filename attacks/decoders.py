@@ -5,6 +5,7 @@ flat releases."""
 from __future__ import annotations
 
 import math
+from typing import Literal, get_args
 
 import torch
 from torch import nn
@@ -113,7 +114,8 @@ class MLPDecoder(nn.Module):
         return self.net(z).view(len(z), *self.out_shape)
 
 
-DECODERS = ("residual", "conv")
+Decoder = Literal["residual", "conv"]
+DECODERS: tuple[str, ...] = get_args(Decoder)
 
 
 def make_decoder(

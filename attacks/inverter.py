@@ -15,22 +15,24 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import torch
 from torch import nn
 
-from attacks.decoders import DECODERS, make_decoder
+from attacks.decoders import Decoder, make_decoder
 from attacks.ssim_loss import ssim_per_sample
 from bench.device import to_cpu, to_device
-from bench.errors import ConfigError, MechanismOutputError
+from bench.errors import MechanismOutputError
 from bench.hashing import seeded_init
-from bench.protocols import Attack, DataSplit, FitContext, Mechanism, Release, Task
+from bench.params import Range
+from bench.protocols import Attack, AttackParams, DataSplit, FitContext, Mechanism, Release, Task
 from bench.registry import register_attack
 
 # Training objectives: MSE (the posterior mean, what the MSE columns reward) or MSE plus
 # a weighted 1 - SSIM (what the SSIM columns reward).
-LOSSES = ("mse", "mse+ssim")
+Loss = Literal["mse", "mse+ssim"]
 # Fewer released aux pairs than this and no decoder is trained (see InverterAttack.fit).
 MIN_TRAINING_PAIRS = 10
 
@@ -40,35 +42,24 @@ class InverterAttack(Attack):
     """Learn release -> input from aux queries; reconstruct with one forward pass."""
 
     name = "inverter"
-    defaults: ClassVar[dict[str, Any]] = {
-        "epochs": 60,
-        "batch_size": 32,
-        "lr": 3e-3,
-        "width": 16,
-        "val_fraction": 0.1,
-        "patience": 8,
-        "decoder": "residual",
-        "blocks": 1,
-        "loss": "mse",
-        "ssim_weight": 0.05,
-    }
-    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
-        "epochs": (1, math.inf),
-        "batch_size": (1, math.inf),
-        "width": (1, math.inf),
-        "val_fraction": (0.0, 0.9),
-        "blocks": (0, 16),
-    }
 
-    def check_params(self) -> None:
-        p = self.params
-        if p["decoder"] not in DECODERS:
-            raise ConfigError(f"attack inverter: decoder must be one of {', '.join(DECODERS)}")
-        if p["loss"] not in LOSSES:
-            raise ConfigError(f"attack inverter: loss must be one of {', '.join(LOSSES)}")
+    @dataclass(frozen=True)
+    class Params(AttackParams):
+        epochs: Annotated[int, Range(1, math.inf)] = 60
+        batch_size: Annotated[int, Range(1, math.inf)] = 32
+        lr: float = 3e-3
+        width: Annotated[int, Range(1, math.inf)] = 16
+        val_fraction: Annotated[float, Range(0.0, 0.9)] = 0.1
+        patience: int = 8
+        decoder: Decoder = "residual"
+        blocks: Annotated[int, Range(0, 16)] = 1
+        loss: Loss = "mse"
+        ssim_weight: float = 0.05
+
+    p: Params
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
-        p = self.params
+        p = self.p
         self.device = ctx.device
         pairs = mechanism.release(aux.x, ctx.generator("inverter-aux-release")).cpu()
         keep = pairs.released
@@ -96,13 +87,13 @@ class InverterAttack(Attack):
             self.decoder = make_decoder(
                 tuple(z.shape[1:]),
                 tuple(x.shape[1:]),
-                int(p["width"]),
-                kind=str(p["decoder"]),
-                blocks=int(p["blocks"]),
+                p.width,
+                kind=p.decoder,
+                blocks=p.blocks,
             ).to(self.device)
-        self.use_ssim = p["loss"] == "mse+ssim" and x.ndim == 4
+        self.use_ssim = p.loss == "mse+ssim" and x.ndim == 4
         order = torch.randperm(len(z), generator=gen)
-        n_val = max(1, int(len(z) * float(p["val_fraction"])))
+        n_val = max(1, int(len(z) * p.val_fraction))
         val, train = order[:n_val], order[n_val:]
         z, x = to_device(z, self.device), to_device(x, self.device)
         self._train(self._normalise(z), x, train, val, gen)
@@ -121,12 +112,12 @@ class InverterAttack(Attack):
         val: torch.Tensor,
         gen: torch.Generator,
     ) -> None:
-        p = self.params
-        opt = torch.optim.Adam(self.decoder.parameters(), lr=float(p["lr"]))
+        p = self.p
+        opt = torch.optim.Adam(self.decoder.parameters(), lr=p.lr)
         best_state, best_val, stale = copy.deepcopy(self.decoder.state_dict()), float("inf"), 0
-        bs = int(p["batch_size"])
+        bs = p.batch_size
         val = to_device(val, z.device)
-        for _ in range(int(p["epochs"])):
+        for _ in range(p.epochs):
             self.decoder.train()
             on_device = to_device(train, z.device)  # the order is drawn on the CPU
             for start in range(0, len(train), bs):
@@ -144,7 +135,7 @@ class InverterAttack(Attack):
                 best_state = copy.deepcopy(self.decoder.state_dict())
             else:
                 stale += 1
-                if stale >= int(p["patience"]):
+                if stale >= p.patience:
                     break
         self.decoder.load_state_dict(best_state)
         self.decoder.eval()
@@ -156,7 +147,7 @@ class InverterAttack(Attack):
         loss = nn.functional.mse_loss(x_hat, x)
         if self.use_ssim:
             similarity = ssim_per_sample(x_hat, x, self.hi - self.lo).mean()
-            loss = loss + float(self.params["ssim_weight"]) * (1 - similarity)
+            loss = loss + self.p.ssim_weight * (1 - similarity)
         return loss
 
     @torch.no_grad()

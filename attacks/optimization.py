@@ -18,19 +18,30 @@ and the closed forms solved on the CPU (scikit-learn, float64 Cholesky solves).
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 import torch
 from torch import nn
 
 from bench.device import on_device, randn, to_cpu, to_device
 from bench.errors import ConfigError
-from bench.protocols import Attack, DataSplit, FitContext, Mechanism, NoiseModel, Release, Task
+from bench.params import Range
+from bench.protocols import (
+    Attack,
+    AttackParams,
+    DataSplit,
+    FitContext,
+    Mechanism,
+    NoiseModel,
+    Release,
+    Task,
+)
 from bench.registry import register_attack
 
 # Covariance shrinkage chosen from the data (both shrink toward mu I, mu = trace / p) or
 # fixed (toward the diagonal, by `fixed_shrinkage`).
-SHRINKAGE_ESTIMATORS = ("oas", "ledoit-wolf", "fixed")
+Shrinkage = Literal["oas", "ledoit-wolf", "fixed"]
 
 
 def shrunk_covariance(flat: torch.Tensor, method: str) -> tuple[torch.Tensor, float]:
@@ -48,24 +59,19 @@ def shrunk_covariance(flat: torch.Tensor, method: str) -> tuple[torch.Tensor, fl
 class EncoderInversion(Attack):
     """Shared machinery: white-box access to `mechanism.encoder()`; subclasses define the loss."""
 
-    defaults: ClassVar[dict[str, Any]] = {
-        "lr": 0.1,
-        "max_steps": 500,
-        "patience": 50,
-        "rel_tol": 1e-3,
-        "decays": 6,
-        "init_std": 0.1,
-        "batch_size": 256,
-        "solver": "auto",
-    }
-    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
-        "max_steps": (1, math.inf),
-        "batch_size": (1, math.inf),
-    }
+    @dataclass(frozen=True)
+    class Params(AttackParams):
+        lr: float = 0.1
+        max_steps: Annotated[int, Range(1, math.inf)] = 500
+        patience: int = 50
+        rel_tol: float = 1e-3
+        decays: int = 6
+        init_std: float = 0.1
+        batch_size: Annotated[int, Range(1, math.inf)] = 256
+        # "auto": the closed form where the loss has one, else gradient descent
+        solver: Literal["auto", "iterative"] = "auto"
 
-    def check_params(self) -> None:
-        if self.params["solver"] not in ("auto", "iterative"):
-            raise ConfigError(f"attack {self.name}: solver must be 'auto' or 'iterative'")
+    p: Params
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
         encoder = mechanism.encoder()
@@ -92,7 +98,7 @@ class EncoderInversion(Attack):
     def initial(self, n: int) -> torch.Tensor:
         """Starting points, x0 ~ N(0, init_std^2) (the dFIL paper's Attack-ub)."""
         x0 = randn((n, *self.input_shape), self.generator, self.device)
-        return x0 * float(self.params["init_std"])
+        return x0 * self.p.init_std
 
     def data_loss(self, x: torch.Tensor, observed: torch.Tensor) -> torch.Tensor:
         """Per-sample ||o - Enc(x)||^2 / ||o||^2: release matching, scale-free."""
@@ -111,11 +117,11 @@ class EncoderInversion(Attack):
         """The reconstruction, left where it was computed: the closed form on the CPU, the
         descent on the attack's device."""
         values = to_cpu(release.values)
-        exact = self.closed_form(values) if self.params["solver"] == "auto" else None
+        exact = self.closed_form(values) if self.p.solver == "auto" else None
         if exact is not None:
             return exact
         observed = to_device(values, self.device)
-        bs = int(self.params["batch_size"])
+        bs = self.p.batch_size
         parts = [self.invert(observed[i : i + bs]) for i in range(0, len(observed), bs)]
         return torch.cat(parts)
 
@@ -138,16 +144,16 @@ class EncoderInversion(Attack):
         Plateau: the best total loss improved by less than `rel_tol` (relative) over the
         last `patience` steps; then the step size halves, up to `decays` times.
         """
-        p = self.params
-        patience, rel_tol = int(p["patience"]), float(p["rel_tol"])
+        p = self.p
+        patience, rel_tol = p.patience, p.rel_tol
         x = nn.Parameter(self.initial(len(observed)))
-        lr = float(p["lr"])
+        lr = p.lr
         opt = torch.optim.Adam([x], lr=lr)
         best_x = x.detach().clone()
         best_loss = torch.full((len(observed),), float("inf"), device=observed.device)
         history: list[float] = []  # best total loss after each step
         decays, window_start = 0, 0
-        for step in range(int(p["max_steps"])):
+        for step in range(p.max_steps):
             per_sample = self.data_loss(x, observed) + self.prior_loss(x)
             current = per_sample.detach()
             improved = current < best_loss
@@ -158,7 +164,7 @@ class EncoderInversion(Attack):
                 before = history[step - patience]
                 if history[step] > before - rel_tol * abs(before):
                     decays += 1
-                    if decays > int(p["decays"]):
+                    if decays > p.decays:
                         break
                     lr /= 2
                     for group in opt.param_groups:
@@ -201,21 +207,20 @@ class TVAttack(OptimizationAttack):
 
     name = "tv"
     modalities = frozenset({"image"})
-    defaults: ClassVar[dict[str, Any]] = {
-        **EncoderInversion.defaults,
-        "lambda_tv": 0.05,
-        "tune_lambda": True,
-        "lambda_grid": [0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0],
-        "tune_samples": 32,
-    }
-    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
-        **EncoderInversion.param_ranges,
-        "tune_samples": (1, math.inf),
-    }
+
+    @dataclass(frozen=True)
+    class Params(EncoderInversion.Params):
+        lambda_tv: float = 0.05
+        tune_lambda: bool = True
+        lambda_grid: list[float] = field(
+            default_factory=lambda: [0.0, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0]
+        )
+        tune_samples: Annotated[int, Range(1, math.inf)] = 32
+
+    p: Params
 
     def check_params(self) -> None:
-        super().check_params()
-        grid = self.params["lambda_grid"]
+        grid = self.p.lambda_grid
         if (
             not isinstance(grid, list)
             or not grid
@@ -226,23 +231,23 @@ class TVAttack(OptimizationAttack):
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
         super().fit(mechanism, task, aux, ctx)
-        self.weight: float | torch.Tensor = float(self.params["lambda_tv"])
-        if self.params["tune_lambda"]:
+        self.weight: float | torch.Tensor = self.p.lambda_tv
+        if self.p.tune_lambda:
             self.weight = self._tuned_weight(mechanism, aux, ctx)
 
     def _tuned_weight(self, mechanism: Mechanism, aux: DataSplit, ctx: FitContext) -> float:
         """The grid weight whose reconstructions of released aux queries have the lowest
         MSE; the fixed weight when fewer than 2 queries are released."""
         gen = ctx.generator("tv-tune")
-        pick = torch.randperm(len(aux), generator=gen)[: int(self.params["tune_samples"])]
+        pick = torch.randperm(len(aux), generator=gen)[: self.p.tune_samples]
         x = aux.x[pick]
         queried = mechanism.release(x, ctx.generator("tv-tune-release")).cpu()
         kept = queried.released
         if int(kept.sum()) < 2:
-            return float(self.params["lambda_tv"])
+            return self.p.lambda_tv
         x = to_device(x[kept], self.device)
         observed = to_device(queried.values[kept].float(), self.device)
-        grid = torch.tensor([float(v) for v in self.params["lambda_grid"]], device=self.device)
+        grid = torch.tensor([float(v) for v in self.p.lambda_grid], device=self.device)
         n = len(x)
         # All weights in one descent: sample i of block j is reconstructed under grid[j].
         self.weight = grid.repeat_interleave(n)
@@ -252,7 +257,7 @@ class TVAttack(OptimizationAttack):
         return float(grid[int(per_weight.argmin())])
 
     def tuned(self) -> dict[str, float]:
-        return {"lambda_tv": float(self.weight)} if self.params["tune_lambda"] else {}
+        return {"lambda_tv": float(self.weight)} if self.p.tune_lambda else {}
 
     def prior_loss(self, x: torch.Tensor) -> torch.Tensor:
         return self.weight * total_variation(x)
@@ -270,31 +275,21 @@ class MAPAttack(EncoderInversion):
     so the full covariance is shrunk toward a scaled identity by the amount the data call
     for: `shrinkage = "oas"` (Chen et al. 2010, the default) or `"ledoit-wolf"` (Ledoit &
     Wolf 2004), both scikit-learn's; `"fixed"` uses `fixed_shrinkage` toward the diagonal
-    (the attack's setting before the amount was chosen from data). The amount used is
+    (a fixed amount, for comparison). The amount used is
     reported on the row as `prior_shrinkage`.
     """
 
     name = "map"
-    defaults: ClassVar[dict[str, Any]] = {
-        **EncoderInversion.defaults,
-        "lr": 0.05,
-        "covariance": "full",
-        "shrinkage": "oas",
-        "fixed_shrinkage": 0.1,
-        "var_floor": 1e-4,
-    }
-    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
-        **EncoderInversion.param_ranges,
-        "fixed_shrinkage": (0.0, 1.0),
-    }
 
-    def check_params(self) -> None:
-        super().check_params()
-        if self.params["covariance"] not in ("diag", "full"):
-            raise ConfigError("attack map: covariance must be 'diag' or 'full'")
-        if self.params["shrinkage"] not in SHRINKAGE_ESTIMATORS:
-            known = ", ".join(repr(k) for k in SHRINKAGE_ESTIMATORS)
-            raise ConfigError(f"attack map: shrinkage must be one of {known}")
+    @dataclass(frozen=True)
+    class Params(EncoderInversion.Params):
+        lr: float = 0.05
+        covariance: Literal["full", "diag"] = "full"
+        shrinkage: Shrinkage = "oas"
+        fixed_shrinkage: Annotated[float, Range(0.0, 1.0)] = 0.1
+        var_floor: float = 1e-4
+
+    p: Params
 
     def fit_prior(self, task: Task, aux: DataSplit) -> None:
         exact = getattr(task, "gaussian_prior", None)
@@ -306,18 +301,18 @@ class MAPAttack(EncoderInversion):
             centred = flat - mean
             cov = centred.T @ centred / max(1, len(flat) - 1)
         self.prior_mean = to_device(mean.float().flatten(), self.device)  # for the descent
-        floor = float(self.params["var_floor"])
-        if cov.ndim == 1 or self.params["covariance"] == "diag":
+        floor = self.p.var_floor
+        if cov.ndim == 1 or self.p.covariance == "diag":
             var = (cov if cov.ndim == 1 else torch.diagonal(cov)).double().clamp_min(floor)
             self.prior_scale_tril = None
             self.prior_inv_std = to_device(var.rsqrt().float(), self.device)
             self.prior_cov = var  # the diagonal, in float64 for the closed form
             return
         eye = torch.eye(len(cov), dtype=torch.float64)
-        method = self.params["shrinkage"]
+        method = self.p.shrinkage
         if callable(exact) or method == "fixed":
             # An exact prior is used as given; "fixed" shrinks toward the diagonal.
-            alpha = 0.0 if callable(exact) else float(self.params["fixed_shrinkage"])
+            alpha = 0.0 if callable(exact) else self.p.fixed_shrinkage
             cov = cov.double()
             shrunk = (1 - alpha) * cov + alpha * torch.diag(torch.diagonal(cov))
         else:

@@ -49,7 +49,8 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -57,7 +58,16 @@ from torch import nn
 from bench.device import on_device, randn, to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import derive_seed, seeded_init, source_digest, tensor_digest
-from bench.protocols import Attack, DataSplit, FitContext, Mechanism, NoiseModel, Release, Task
+from bench.protocols import (
+    Attack,
+    AttackParams,
+    DataSplit,
+    FitContext,
+    Mechanism,
+    NoiseModel,
+    Release,
+    Task,
+)
 from bench.registry import register_attack
 
 # The VAE gets at least this many gradient updates, whatever the aux size. Otherwise
@@ -182,34 +192,31 @@ class PriorAttack(Attack):
 
     name = "vae-prior"
     modalities = frozenset({"image"})
-    defaults: ClassVar[dict[str, Any]] = {
-        "latent": 16,  # VAE latent dimension k
-        "width": 16,  # VAE channels (c, then 2c)
-        "vae_epochs": 60,
-        "vae_lr": 1e-3,
-        "vae_batch": 64,
-        "restarts": 4,  # latent starts per sample: z = 0, then N(0, I) draws
-        "steps": 200,  # Adam steps of the latent search
-        "lr": 0.05,  # step size for z (z is N(0, I)-scaled), both stages
-        "refine_steps": 300,  # steps of the input-space refinement (0: none)
-        "refine_lr": 0.01,  # Adam step size for x, as a fraction of the data range
-        "batch_size": 256,  # samples reconstructed at once
-    }
+
+    @dataclass(frozen=True)
+    class Params(AttackParams):
+        latent: int = 16  # VAE latent dimension k
+        width: int = 16  # VAE channels (c, then 2c)
+        vae_epochs: int = 60
+        vae_lr: float = 1e-3
+        vae_batch: int = 64
+        restarts: int = 4  # latent starts per sample: z = 0, then N(0, I) draws
+        steps: int = 200  # Adam steps of the latent search
+        lr: float = 0.05  # step size for z (z is N(0, I)-scaled), both stages
+        refine_steps: int = 300  # steps of the input-space refinement (0: none)
+        refine_lr: float = 0.01  # Adam step size for x, as a fraction of the data range
+        batch_size: int = 256  # samples reconstructed at once
+
+    p: Params
 
     def check_params(self) -> None:
-        p = self.params
         counts = ("latent", "width", "vae_epochs", "vae_batch", "restarts", "steps", "batch_size")
-        for key in (*counts, "refine_steps"):
-            value, least = p[key], 0 if key == "refine_steps" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                kind = "a non-negative" if least == 0 else "a positive"
-                raise ConfigError(f"attack vae-prior: {key} must be {kind} integer, got {value!r}")
-        for key in ("vae_lr", "lr", "refine_lr"):
-            value = p[key]
-            number = isinstance(value, int | float) and not isinstance(value, bool)
-            if not (number and math.isfinite(value) and value > 0):
+        for key in (*counts, "vae_lr", "lr", "refine_lr"):
+            value = getattr(self.p, key)
+            if value <= 0:
+                kind = "integer" if key in counts else "number"
                 raise ConfigError(
-                    f"attack vae-prior: {key} must be a positive number, got {value!r}"
+                    f"attack vae-prior: {key} must be a positive {kind}, got {value!r}"
                 )
 
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
@@ -234,9 +241,9 @@ class PriorAttack(Attack):
     def _fit_vae(self, task: Task, aux: DataSplit, ctx: FitContext) -> tuple[VAE, torch.Tensor]:
         """The VAE prior and its per-pixel decoder variance (floored), cached per (task, aux
         data, seed, hyperparameters, source)."""
-        p = self.params
+        p = self.p
         x = aux.x.float()
-        hyper = {k: p[k] for k in ("latent", "width", "vae_epochs", "vae_lr", "vae_batch")}
+        hyper = {k: getattr(p, k) for k in ("latent", "width", "vae_epochs", "vae_lr", "vae_batch")}
         recipe = {
             "artifact": "prior-vae",
             "task_name": task.name,
@@ -250,15 +257,13 @@ class PriorAttack(Attack):
         }
 
         def make() -> VAE:
-            return VAE(self.input_shape, int(p["latent"]), int(p["width"]), task.data_range)
+            return VAE(self.input_shape, p.latent, p.width, task.data_range)
 
         def build() -> dict[str, Any]:
             with seeded_init(ctx.seed, "prior-vae-init"):
                 vae = make().to(self.device)  # initialised on the CPU, then moved
             gen = ctx.generator("prior-vae-train")
-            var = train_vae(
-                vae, x, int(p["vae_epochs"]), float(p["vae_lr"]), int(p["vae_batch"]), gen
-            )
+            var = train_vae(vae, x, p.vae_epochs, p.vae_lr, p.vae_batch, gen)
             return {"state": vae.state_dict(), "var": var}
 
         built = ctx.cache.get_or_build(recipe, build)
@@ -315,11 +320,11 @@ class PriorAttack(Attack):
             return out
         observed = to_device(release.values[idx].float(), self.device)
         gen = torch.Generator().manual_seed(self.restart_seed)
-        shape = (int(self.params["restarts"]), len(idx), self.vae.latent)
+        shape = (self.p.restarts, len(idx), self.vae.latent)
         starts = torch.randn(shape, generator=gen)
         starts[0] = 0.0  # the prior mode
         starts = to_device(starts, self.device)
-        bs = int(self.params["batch_size"])
+        bs = self.p.batch_size
         for i in range(0, len(idx), bs):
             found = self.invert(observed[i : i + bs], starts[:, i : i + bs])
             out[idx[i : i + bs]] = to_cpu(found)
@@ -329,7 +334,7 @@ class PriorAttack(Attack):
         """Both stages for one batch: `starts` (restarts, n, k) -> x (n, *input_shape)."""
         with torch.enable_grad():  # descent, even when called under no_grad
             z = self.search(observed, starts)
-            if int(self.params["refine_steps"]) == 0:
+            if self.p.refine_steps == 0:
                 return self.vae.decode(z).detach()
             return self.refine(observed, z)[0]
 
@@ -342,8 +347,8 @@ class PriorAttack(Attack):
         z = nn.Parameter(starts.reshape(restarts * n, k).clone())
         best_z = z.detach().clone()
         best = torch.full((restarts * n,), float("inf"), device=z.device)
-        steps = int(self.params["steps"])
-        opt = torch.optim.Adam([z], lr=float(self.params["lr"]))
+        steps = self.p.steps
+        opt = torch.optim.Adam([z], lr=self.p.lr)
         schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
         for _ in range(steps):
             loss = self.latent_objective(z, target)
@@ -375,10 +380,10 @@ class PriorAttack(Attack):
         x, z = x0.clone().requires_grad_(not exact), nn.Parameter(z0.clone())
         best_x, best_z = x0.clone(), z0.clone()
         best = torch.full((len(x0),), float("inf"), device=x0.device)
-        steps = int(self.params["refine_steps"])
-        groups: list[dict[str, Any]] = [{"params": [z], "lr": float(self.params["lr"])}]
+        steps = self.p.refine_steps
+        groups: list[dict[str, Any]] = [{"params": [z], "lr": self.p.lr}]
         if not exact:
-            groups.append({"params": [x], "lr": float(self.params["refine_lr"]) * (hi - lo)})
+            groups.append({"params": [x], "lr": self.p.refine_lr * (hi - lo)})
         opt = torch.optim.Adam(groups)
         schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
         for step in range(steps + 1):  # the last pass only scores the final iterate

@@ -55,7 +55,8 @@ class ArtifactCache:
         the intra-op thread count it is built with: float reductions, and so trained
         weights, depend on it (bench.threads), and an artifact must not depend on which
         job happened to build it first. An accelerator's kind is part of it too (its kernels
-        give other floats); the CPU is not, so CPU keys are those of before devices."""
+        give other floats); the CPU is not: a CPU artifact's key is its recipe and thread
+        count alone."""
         keyed = {**recipe, "torch_threads": torch.get_num_threads()}
         kind = device_kind(self.device)
         if kind != "cpu":

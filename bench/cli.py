@@ -89,15 +89,9 @@ def _options(
 
 
 def _echo_params(cls: type) -> None:
-    """The component's parameter declaration (bench.params): name, type, default, range."""
-    from bench.params import specs_of
-
-    if hasattr(cls, "declared_params"):  # an attack: `queries` and its own
-        defaults, ranges = cls.declared_params()
-    else:
-        defaults = dict(getattr(cls, "defaults", {}) or {})
-        ranges = dict(getattr(cls, "param_ranges", {}) or {})
-    for spec in specs_of(defaults, ranges).values():
+    """The component's parameter declaration (bench.params): name, type, default, range
+    and allowed values."""
+    for spec in cls.param_specs().values():
         typer.echo(f"{'':16s}   {spec.describe()}")
 
 

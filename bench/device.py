@@ -10,9 +10,9 @@ Rules the code follows:
 - Data, releases, predictions and reconstructions cross component boundaries on the CPU
   (the store, the metrics and the solvers read them there); each component moves what it
   receives to its own device (`to_device`) and hands back CPU tensors (`to_cpu`).
-- On the CPU nothing changes: every helper is the identity there, draws come from the
-  given generator exactly as before, and the device enters no job or artifact identity, so
-  existing stores and leaderboards keep matching.
+- On the CPU every helper is the identity, draws come from the given generator itself, and
+  the device enters no job or artifact identity: a CPU job's identity is its config, data
+  and code alone.
 - On an accelerator a job runs under `torch.use_deterministic_algorithms(True,
   warn_only=True)` (`job_device`): the same job on the same device kind gives the same
   numbers wherever torch offers a deterministic kernel, and the job records whether an op
@@ -184,7 +184,7 @@ def forked_rng() -> AbstractContextManager[None]:
     in use: code that seeds the global RNG (weight init, Opacus's noise, dropout on a GPU)
     leaves it as it found it on the job's accelerator too, so a job's numbers do not depend
     on whether an artifact was built or read from the cache. On a CPU-only run (or before a
-    job first touches its GPU) this is fork_rng(devices=[]), as before devices existed."""
+    job first touches its GPU) this is fork_rng(devices=[]): the CPU's RNG alone."""
     devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
     return torch.random.fork_rng(devices=devices)
 

@@ -59,7 +59,8 @@ class Job:
     threads: int = 1
     # Where the job runs (bench.device): "cpu", "cuda", "cuda:N" or "mps". An accelerator's
     # kernels give other floats than the CPU's, so its kind (not its index) is part of the
-    # hash; the CPU is not, so CPU jobs keep the hashes they had before devices existed.
+    # hash; the CPU is not (the reference every device is compared with), so a CPU job's
+    # hash is that of its config, data and code alone.
     device: str = "cpu"
     hash: str = field(init=False)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,7 +38,16 @@ from bench.mia_metrics import (
     claimed_bound,
     threshold_at_fpr,
 )
-from bench.protocols import Attack, DataSplit, FitContext, Guarantee, Mechanism, Release, Task
+from bench.protocols import (
+    Attack,
+    AttackParams,
+    DataSplit,
+    FitContext,
+    Guarantee,
+    Mechanism,
+    Release,
+    Task,
+)
 from bench.registry import ATTACKS, MECHANISMS
 from bench.suite import make_task
 from bench.threads import pinned_threads
@@ -77,14 +87,19 @@ class MembershipAttack(Attack):
     it through `run_membership_job`, never through the reconstruction path."""
 
     modalities: ClassVar[frozenset[str]] = frozenset({"tabular"})
-    defaults: ClassVar[dict[str, Any]] = {"records": 0}
+
+    @dataclass(frozen=True)
+    class Params(AttackParams):
+        records: int = 0  # records attacked (0: the default number, `attacked_records`)
+
+    p: Params
     infers_membership: ClassVar[bool] = True  # bench.jobs pairs it with label-only mechanisms
 
     task: Task
     ctx: FitContext
 
     def check_params(self) -> None:
-        if int(self.params["queries"]) != 1:
+        if self.p.queries != 1:
             raise ConfigError(
                 f"attack {self.name}: queries must be 1 (label-only mechanisms remember their "
                 "answers; the attack decides itself which records it asks about)"
@@ -191,7 +206,7 @@ def _run(job: Job, cache_root: Path, progress: bool, device: torch.device) -> Jo
     mech: Mechanism = MECHANISMS.get(job.mechanism)(**job.params)
     mech.fit(task, splits, FitContext(job.seed, cache, progress, device))
     attack = ATTACKS.get(job.attack)(**job.attack_params)
-    x, y, member, train_index = attacked_records(splits, int(attack.params["records"]), job.seed)
+    x, y, member, train_index = attacked_records(splits, attack.p.records, job.seed)
     t0 = time.perf_counter()
     inside0, built0 = cache.seconds_inside, cache.build_seconds
     attack.fit(mech, task, splits.aux, FitContext(job.seed, cache, progress, device))

@@ -1,7 +1,7 @@
 """The contracts every task, mechanism and attack implements (see README, Architecture).
 
-Threat model (as in the seed papers): the attacker knows the task, the mechanism's
-parameters, its deterministic encoder and its noise model, everything except the
+Threat model (as in the papers the mechanisms come from): the attacker knows the task, the
+mechanism's parameters, its deterministic encoder and its noise model, everything except the
 noise draw. A mechanism therefore exposes `encoder()` and `noise()`.
 """
 
@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, ClassVar, Literal
 
 import torch
 from torch import nn
 
 from bench.device import CPU, rand, randn, to_device
+from bench.params import (
+    ParamSpec,
+    Range,
+    as_dicts,
+    declared_specs,
+    params_dataclass,
+    resolve_specs,
+)
 
 Modality = Literal["image", "tabular", "text", "ids", "vector"]
 Notion = Literal["none", "ldp", "ip", "reconstruction", "dfil", "idp", "dp"]
@@ -145,17 +153,70 @@ class Release:
         return len(self.values)
 
 
-def resolve_params(
-    component: str,
-    defaults: dict[str, Any],
-    given: dict[str, Any],
-    ranges: dict[str, tuple[float, float]] | None = None,
-) -> dict[str, Any]:
-    """Defaults overridden by `given`, each value checked against its default's type and its
-    range and normalised (bench.params); any violation is a one-line ConfigError."""
-    from bench.params import resolve
+class Parameterised:
+    """A component with declared parameters (bench.params): a frozen `Params` dataclass, or
+    for plug-ins a `defaults` dict (each default's type is the parameter's) with optional
+    `param_ranges`. Either declaration yields the other, so `defaults` / `param_ranges`
+    always describe `Params`. An instance holds the resolved values twice: `params`, the
+    dict a job hashes and records, and `p`, the same values as a typed `Params` object."""
 
-    return resolve(component, defaults, given, ranges)
+    @dataclass(frozen=True)
+    class Params:
+        """No parameters."""
+
+    defaults: ClassVar[dict[str, Any]] = {}
+    # Inclusive (low, high) of numeric parameters where [0, inf) is not right (bench.params).
+    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
+    params: dict[str, Any]
+    p: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        if "Params" not in own and ("defaults" in own or "param_ranges" in own):
+            cls.Params = params_dataclass(  # type: ignore[misc]
+                f"{cls.__name__}Params", cls.defaults, cls.param_ranges, cls._params_bases()
+            )
+        elif "Params" in own:
+            cls.defaults, cls.param_ranges = cls._own_dicts(declared_specs(cls.Params))
+
+    @classmethod
+    def _params_bases(cls) -> tuple[type, ...]:
+        """What a dict-declared `Params` dataclass extends (the parameters every component
+        of the kind takes)."""
+        return ()
+
+    @classmethod
+    def _own_dicts(
+        cls, specs: dict[str, ParamSpec]
+    ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+        """The `defaults` and `param_ranges` dicts of a `Params` declaration."""
+        return as_dicts(specs)
+
+    @classmethod
+    def param_specs(cls) -> dict[str, ParamSpec]:
+        """Every parameter the component takes, with its type, default, range and choices."""
+        return declared_specs(cls.Params)
+
+    def _resolve(self, component: str, given: dict[str, Any]) -> None:
+        """Defaults overridden by `given`, each value checked against its declaration and
+        normalised (bench.params; any violation is a one-line ConfigError), then the
+        component's own cross-parameter checks."""
+        self.params = resolve_specs(component, self.param_specs(), given)
+        self.p = self.Params(**self.params)
+        self.check_params()
+
+    def check_params(self) -> None:
+        """Refuse invalid combinations of parameter values with a ConfigError, before
+        anything runs (each value alone is checked against its declaration)."""
+
+
+@dataclass(frozen=True)
+class AttackParams:
+    """The parameter every attack takes: `queries` = k > 1 averages k releases of each input
+    (only for mechanisms that allow repeated queries); the harness does the averaging."""
+
+    queries: Annotated[int, Range(1, math.inf)] = 1
 
 
 class Task(ABC):
@@ -208,7 +269,7 @@ class FitContext:
         return torch.Generator().manual_seed(derive_seed(self.seed, purpose))
 
 
-class Mechanism(ABC):
+class Mechanism(Parameterised, ABC):
     """What stands between a private input and the untrusted party.
 
     Lifecycle: construct with parameters, `fit(task, splits, ctx)`, then `release` and
@@ -225,21 +286,12 @@ class Mechanism(ABC):
     name: ClassVar[str]
     modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
     repeatable_queries: ClassVar[bool] = True
-    defaults: ClassVar[dict[str, Any]] = {}
-    # Inclusive (low, high) of numeric parameters where [0, inf) is not right (bench.params).
-    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
     # Where the mechanism (or, for a baseline, the comparison it comes from) is published:
     # a DOI or arXiv URL the leaderboard links; "" for reference points such as identity.
     paper: ClassVar[str] = ""
 
     def __init__(self, **params: Any) -> None:
-        self.params = resolve_params(
-            f"mechanism {self.name}", self.defaults, params, self.param_ranges
-        )
-        self.check_params()
-
-    def check_params(self) -> None:  # noqa: B027  (optional hook)
-        """Refuse invalid parameter values with a ConfigError, before anything runs."""
+        self._resolve(f"mechanism {self.name}", params)
 
     @abstractmethod
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
@@ -302,7 +354,7 @@ class Mechanism(ABC):
         return {}
 
 
-class Attack(ABC):
+class Attack(Parameterised, ABC):
     """A reconstruction attack: `fit` on the attacker's aux data, then `reconstruct`.
 
     Devices (bench.device): `fit` keeps `ctx.device` as `self.device` and computes there;
@@ -313,24 +365,29 @@ class Attack(ABC):
 
     name: ClassVar[str]
     modalities: ClassVar[frozenset[str]] = frozenset({"image", "tabular", "vector"})
-    defaults: ClassVar[dict[str, Any]] = {}
-    # Inclusive (low, high) of numeric parameters where [0, inf) is not right (bench.params).
-    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
+    # An attack's `defaults` and `param_ranges` are its own parameters; `queries`
+    # (AttackParams), which every attack takes, is added to them.
+    Params = AttackParams
 
     def __init__(self, **params: Any) -> None:
-        defaults, ranges = self.declared_params()
-        self.params = resolve_params(f"attack {self.name}", defaults, params, ranges)
-        self.check_params()
+        self._resolve(f"attack {self.name}", params)
+
+    @classmethod
+    def _params_bases(cls) -> tuple[type, ...]:
+        return (AttackParams,)
+
+    @classmethod
+    def _own_dicts(
+        cls, specs: dict[str, ParamSpec]
+    ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+        shared = {f.name for f in fields(AttackParams)}
+        return as_dicts({k: v for k, v in specs.items() if k not in shared})
 
     @classmethod
     def declared_params(cls) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
-        """Every parameter the attack takes, with its default and range. Every attack takes
-        `queries`: k > 1 averages k releases of each input (only for mechanisms that allow
-        repeated queries); the harness does the averaging."""
-        return {"queries": 1, **cls.defaults}, {"queries": (1, math.inf), **cls.param_ranges}
-
-    def check_params(self) -> None:  # noqa: B027  (optional hook)
-        """Refuse invalid parameter values with a ConfigError, before anything runs."""
+        """Every parameter the attack takes (`queries` and its own), as `defaults` and
+        `param_ranges` dicts."""
+        return as_dicts(cls.param_specs())
 
     @abstractmethod
     def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:

@@ -272,7 +272,7 @@ def check_unknown_parameter_refused(mut: MechanismUnderTest) -> str:
         return ""
     except Exception as exc:
         raise _fail(f"an unknown parameter raised {type(exc).__name__}, not ConfigError") from exc
-    raise _fail("an unknown parameter was accepted; call Mechanism.__init__ (resolve_params)")
+    raise _fail("an unknown parameter was accepted; call Mechanism.__init__ (bench.params)")
 
 
 def check_fit(mut: MechanismUnderTest) -> str:

@@ -1,7 +1,8 @@
 """Training of utility models, shared by all mechanisms and cached per (task, data, seed).
 
 Training runs where the model is (bench.device): the data goes there once, batches are
-drawn by index from the CPU generator, so the CPU path is exactly what it was."""
+drawn by index from the CPU generator, so the batch order, and on the CPU every number,
+is the same on every device a job may run on."""
 
 from __future__ import annotations
 

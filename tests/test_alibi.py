@@ -147,7 +147,7 @@ def test_bad_eps_is_refused(eps) -> None:
 
 
 def test_bad_prior_and_refine_are_refused() -> None:
-    with pytest.raises(ConfigError, match="prior must be one of uniform, frequency"):
+    with pytest.raises(ConfigError, match="'prior' must be one of uniform, frequency"):
         MECHANISMS.get("alibi")(prior="data")
     typed = r"parameter 'refine' must be (an integer|in|a number)"
     for refine in (-1, 1.5, True):

@@ -21,7 +21,8 @@ from bench.certify.audit.core import audit_mechanism
 from bench.certify.lipschitz.local import ReluMLP
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import MECHANISMS, TASKS
-from mechanisms.label_only.lucid import NaiveIDP, _Member
+from mechanisms.label_only.leave_one_out import StackMember
+from mechanisms.label_only.lucid import NaiveIDP
 from mechanisms.posthoc.mechanism import PosthocPTR
 from mechanisms.posthoc.ptr import PTRConfig, default_r_max, release_scale
 
@@ -203,7 +204,7 @@ def naive_idp(factor: float = 1.0, eps: float = 1.0) -> NaiveIDP:
     mech = cls(eps=eps * factor)
     mech.num_classes, mech.memory, mech.groups, mech.arch = 3, {}, (), arch
     mech.stacked = stacked
-    mech.model = _Member(arch, {k: v[0] for k, v in stacked.items()})
+    mech.model = StackMember(arch, {k: v[0] for k, v in stacked.items()})
     return mech
 
 

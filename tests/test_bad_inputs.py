@@ -16,7 +16,7 @@ import attacks  # noqa: F401  (registers the attacks)
 import mechanisms  # noqa: F401  (registers the mechanisms)
 from bench.errors import BenchError, SuiteFileError
 from bench.jobs import expand
-from bench.params import specs_of
+from bench.params import ParamSpec
 from bench.registry import ATTACKS, MECHANISMS
 from bench.suite import parse_suite
 from tests.conftest import TINY_SUITE
@@ -28,12 +28,14 @@ def _suite(**changes: Any) -> dict[str, Any]:
     return raw
 
 
-def _bad_values(kind: type, default: Any) -> list[tuple[str, Any]]:
-    """Named values a parameter of this type must refuse."""
+def _bad_values(spec: ParamSpec) -> list[tuple[str, Any]]:
+    """Named values a parameter of this declaration must refuse."""
+    kind, default = spec.kind, spec.default
     if kind is bool:
         return [("string", "yes"), ("number", 1), ("list", [True])]
     if kind is str:
-        return [("number", 3), ("boolean", True), ("list", [default])]
+        out = [("number", 3), ("boolean", True), ("list", [default])]
+        return [*out, ("unknown-choice", "no-such-choice")] if spec.choices else out
     out = [
         ("string", "abc"),
         ("numeric-string", str(float(default))),
@@ -54,10 +56,10 @@ def _cases() -> list[Any]:
     for kind, registry in (("mechanism", MECHANISMS), ("attack", ATTACKS)):
         for name in registry.names():
             cls = registry.get(name)
-            for param, spec in specs_of(cls.defaults, cls.param_ranges).items():
+            for param, spec in cls.param_specs().items():
                 if spec.kind is object:  # a list or None: checked by the component itself
                     continue
-                for label, value in _bad_values(spec.kind, spec.default):
+                for label, value in _bad_values(spec):
                     if spec.kind in (int, float) and label == "negative" and spec.low < 0:
                         continue
                     cases.append(

@@ -165,7 +165,7 @@ def test_smoothed_targets_draw_from_the_distribution_the_prior_term_is_of(tmp_pa
     smoothed._exact_prior = False
     basis = smoothed.bound_basis(MAPAttack())
     assert basis["basis"] == "estimate" and "smoothed by N(0, 0.25²)" in basis["why"]
-    with pytest.raises(ConfigError, match="targets must be one of"):
+    with pytest.raises(ConfigError, match="'targets' must be one of raw, smoothed"):
         DFIL(inv_dfil=1.0, targets="noisy")
 
 

@@ -202,7 +202,7 @@ def test_gurobi_requested_without_gurobipy(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_an_installed_gurobi_is_used_only_when_named(monkeypatch: pytest.MonkeyPatch) -> None:
     """Same job, same numbers on every machine: a solve that does not name Gurobi never
-    reaches it, installed or not, and the old machine-dependent 'auto' is refused."""
+    reaches it, installed or not, and 'auto' (which would depend on the machine) is refused."""
     monkeypatch.setattr(milp_mod, "gurobi_available", lambda: True)
 
     def no_gurobi(*args: object) -> None:
@@ -213,7 +213,7 @@ def test_an_installed_gurobi_is_used_only_when_named(monkeypatch: pytest.MonkeyP
     c = np.zeros(4)
     assert build_milp(net, c, 0.3, "l1").solve().solver == "highs"
     assert local_lipschitz(net, c, 0.3, "l1", method="milp").solver == "highs"
-    with pytest.raises(ConfigError, match="'auto' is gone"):
+    with pytest.raises(ConfigError, match="'auto' is not one"):
         build_milp(net, c, 0.3, "l1").solve(solver="auto")
 
 

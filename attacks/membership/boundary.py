@@ -5,12 +5,14 @@ of it and scores membership by the share answered with the record's true label."
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 
 from attacks.membership.perturb import with_perturbations
 from bench.membership import LabelAccess, MembershipAttack
+from bench.params import Range
 from bench.registry import register_attack
 
 
@@ -21,28 +23,26 @@ class BoundaryAttack(MembershipAttack):
     probability `resample`."""
 
     name = "mia-boundary"
-    defaults: ClassVar[dict[str, Any]] = {
-        "records": 0,
-        "perturbations": 20,
-        "sigma": 0.05,
-        "resample": 0.1,
-    }
-    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
-        "perturbations": (1, 10_000),
-        "resample": (0.0, 1.0),
-    }
+
+    @dataclass(frozen=True)
+    class Params(MembershipAttack.Params):
+        perturbations: Annotated[int, Range(1, 10_000)] = 20
+        sigma: float = 0.05
+        resample: Annotated[float, Range(0.0, 1.0)] = 0.1
+
+    p: Params
 
     def queries_of(self, x: torch.Tensor) -> torch.Tensor:
         """(N, perturbations + 1, d): the records and their perturbations, drawn from the
         job's seed (the same draws in every job of the seed)."""
-        p = self.params
+        p = self.p
         generator = self.ctx.generator("mia-perturbations")
         return with_perturbations(
             x,
             self.task,
-            int(p["perturbations"]),
-            float(p["sigma"]),
-            float(p["resample"]),
+            p.perturbations,
+            p.sigma,
+            p.resample,
             generator,
         )
 

@@ -18,7 +18,8 @@ moved N's labels there.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch import nn
@@ -27,6 +28,7 @@ from torch.func import functional_call, vmap
 from attacks.membership.boundary import BoundaryAttack
 from attacks.membership.perturb import task_groups
 from bench.membership import LabelAccess
+from bench.params import Range
 from bench.registry import register_attack
 from mechanisms.label_only.leave_one_out import LooRecipe
 from mechanisms.label_only.lucid import loo_networks
@@ -81,11 +83,12 @@ class LeaveOneOutAttack(BoundaryAttack):
     the same data, a reference the attacker may use but not the served network's own."""
 
     name = "mia-loo"
-    defaults: ClassVar[dict[str, Any]] = {**BoundaryAttack.defaults, "boundary": 10}
-    param_ranges: ClassVar[dict[str, tuple[float, float]]] = {
-        **BoundaryAttack.param_ranges,
-        "boundary": (1, 1000),
-    }
+
+    @dataclass(frozen=True)
+    class Params(BoundaryAttack.Params):
+        boundary: Annotated[int, Range(1, 1000)] = 10  # points toward the decision boundary
+
+    p: Params
 
     def out_networks(self, train_index: torch.Tensor) -> tuple[nn.Module, Params]:
         """The architecture and, per record, the parameters of the network trained without
@@ -107,11 +110,7 @@ class LeaveOneOutAttack(BoundaryAttack):
         parts = []
         for rows in torch.arange(len(x)).split(ROWS):
             sub = {k: v[rows] for k, v in params.items()}
-            parts.append(
-                boundary_points(
-                    arch, sub, x[rows], y[rows], continuous, int(self.params["boundary"])
-                )
-            )
+            parts.append(boundary_points(arch, sub, x[rows], y[rows], continuous, self.p.boundary))
         return torch.cat([self.queries_of(x), torch.cat(parts)], dim=1)
 
     def score(

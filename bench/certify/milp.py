@@ -220,7 +220,7 @@ def check_solver(solver: str, owner: str) -> None:
     if solver in SOLVERS:
         return
     why = (
-        " ('auto' is gone: it meant Gurobi when gurobipy was installed, so the same job gave"
+        " ('auto' is not one: Gurobi wherever gurobipy imports would give the same job"
         " other numbers on other machines)"
         if solver == "auto"
         else ""

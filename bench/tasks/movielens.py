@@ -1,4 +1,5 @@
-"""`movielens`: click prediction with NCF-MLP (dFIL seed paper, Sec. 4.2), ids as input.
+"""`movielens`: click prediction with NCF-MLP (dFIL paper, Maeng et al. 2023, Sec. 4.2), ids as
+input.
 
 A click is a rating of 5 (the paper). Each user's ratings are sorted by time; the first 90%
 are train, the last 10% test (per-user chronological split). The attacker's aux split is a

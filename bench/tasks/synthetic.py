@@ -1,4 +1,4 @@
-"""Synthetic Gaussian data with a known prior (dFIL seed paper, Sec. 3.3.1): x ~ N(0, tau^2 I_784),
+"""Synthetic Gaussian data with a known prior (dFIL paper, Sec. 3.3.1): x ~ N(0, tau^2 I_784),
 tau = 0.05, where the van Trees prior term Tr(J(f_pi))/d = 1/tau^2 is exact and the MAP attack
 has a closed form, so the Fisher bounds can be checked against attacks with no estimation.
 """

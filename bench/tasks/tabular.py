@@ -1,4 +1,4 @@
-"""Binary tabular classification tasks for label-only access (LUCID, seed 003): adult,
+"""Binary tabular classification tasks for label-only access (LUCID paper, 2025): adult,
 german, credit, spam (embedded) and twitter, credit-default, crypto (CSV from data_root).
 
 Encoding (documented because the iDP-DB is computed over this domain): numeric columns are

@@ -1,8 +1,8 @@
 """Split inference with Gaussian noise calibrated to Fisher information leakage (dFIL).
 
 Paper: "Bounding the Invertibility of Privacy-Preserving Instance Encoding using Fisher
-Information" (seed 002): noise sigma set so that 1/dFIL reaches a target, with Cramer-Rao and
-van Trees lower bounds on any attack's reconstruction MSE (bench.certify.fisher).
+Information" (Maeng et al. 2023): noise sigma set so that 1/dFIL reaches a target, with
+Cramer-Rao and van Trees lower bounds on any attack's reconstruction MSE (bench.certify.fisher).
 
 Entry points (registered names -> module):
 - `dfil` (mechanism.py): smooth encoder + N(0, sigma^2) at the split, 1/dFIL = `inv_dfil`.

@@ -1,6 +1,6 @@
-"""The dFIL paper's split-inference optimisations (seed 002, Sec. 4.1) on discrete-input tasks
-(`sst2`, `movielens`): a compression bottleneck at the split, noise-aware training of it and
-of the server, and the SNR regulariser.
+"""The dFIL paper's split-inference optimisations (Maeng et al. 2023, Sec. 4.1) on
+discrete-input tasks (`sst2`, `movielens`): a compression bottleneck at the split, noise-aware
+training of it and of the server, and the SNR regulariser.
 
 Model. The task's trained client (MiniLM's embedding layer and blocks 0..k, or NCF-MLP's
 first linear layer) stays frozen, and so does the embedding table: dFIL is taken with
@@ -14,7 +14,7 @@ Training. With the frozen part's features f(x) (m-dim) and the bottleneck e = W 
 Jacobian is J(x) = W J_f(x), so the calibration mean Tr(J^T J) = Tr(W G W^T) with
 G = E_x[J_f J_f^T] (m x m), computed once: exactly (W_f W_f^T) for an affine client, else
 by Gaussian JVP probes (E_v[(J_f v)(J_f v)^T] = J_f J_f^T, Hutchinson 1990). Every step then
-recalibrates sigma = sqrt(target Tr(W G W^T) / d) (the dFIL calibration, seed paper Eqs.
+recalibrates sigma = sqrt(target Tr(W G W^T) / d) (the dFIL calibration, dFIL paper Eqs.
 4-5) for the current W, with its gradient, so the encoder sees the noise its Jacobian buys.
 The served sigma is NOT this one: `dfil` recalibrates on the final encoder with exact traces.
 Everything runs on the device of the base split (the job's, bench.device).
@@ -117,7 +117,7 @@ def bottleneck_trace(compress: nn.Linear, gram: torch.Tensor) -> torch.Tensor:
 
 def snr_penalty(trace: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
     """Mean Tr(J^T J) / mean ||e - e_bar||^2 over the batch: the inverse SNR of the release at
-    a fixed dFIL (sigma^2 is proportional to the trace; seed paper Sec. 4.1, item 3). Energy
+    a fixed dFIL (sigma^2 is proportional to the trace; dFIL paper Sec. 4.1, item 3). Energy
     around the batch mean: an offset carries no information yet would inflate e^T e."""
     centred = e - e.mean(0, keepdim=True)
     return trace / centred.pow(2).sum(1).mean().double().clamp_min(1e-12)

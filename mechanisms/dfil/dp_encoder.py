@@ -1,7 +1,8 @@
-"""`dp-encoder`: the DP baseline of the dFIL seed paper (App. A.5). The split model's encoding is
-clipped to l2 norm C, e / max(1, ||e|| / C), and Gaussian noise is added; any two inputs give
-encodings at most Delta = 2C apart, so the release is (alpha, alpha Delta^2 / (2 sigma^2))-RDP
-for every alpha (Mironov 2017, Prop. 7), i.e. (2, eps)-RDP with sigma = 2C / sqrt(eps).
+"""`dp-encoder`: the DP baseline of the dFIL paper (Maeng et al. 2023, App. A.5). The split
+model's encoding is clipped to l2 norm C, e / max(1, ||e|| / C), and Gaussian noise is added;
+any two inputs give encodings at most Delta = 2C apart, so the release is
+(alpha, alpha Delta^2 / (2 sigma^2))-RDP for every alpha (Mironov 2017, Prop. 7), i.e.
+(2, eps)-RDP with sigma = 2C / sqrt(eps).
 
 It is compared with `dfil` at an equal unbiased-MSE bound `inv_dfil`, two ways (`match`):
 - "rdp-bound" (the paper's Table 4): eps such that the RDP bound of Guo et al. 2022 (App. A.5,
@@ -20,7 +21,8 @@ is the tightest eps at `delta`; the (2, eps)-RDP parameters are reported alongsi
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 
@@ -32,8 +34,6 @@ from bench.registry import register_mechanism
 from mechanisms.dfil.split import FisherSplitMechanism, check_number
 from mechanisms.noise.calibration import analytic_gaussian_eps
 
-MATCHES = ("rdp-bound", "dfil")
-
 
 @register_mechanism
 class DPEncoder(FisherSplitMechanism):
@@ -42,26 +42,26 @@ class DPEncoder(FisherSplitMechanism):
     name = "dp-encoder"
     paper = "https://arxiv.org/abs/2305.04146"
     modalities = frozenset({"image"})
-    defaults: ClassVar[dict[str, Any]] = {
-        **FisherSplitMechanism.defaults,
-        "inv_dfil": 10.0,
-        "clip": 1.0,
-        "match": "rdp-bound",
-        "delta": 1e-5,
-    }
+
+    @dataclass(frozen=True)
+    class Params(FisherSplitMechanism.Params):
+        inv_dfil: float = 10.0
+        clip: float = 1.0
+        match: Literal["rdp-bound", "dfil"] = "rdp-bound"
+        delta: float = 1e-5
+
+    p: Params
 
     def check_params(self) -> None:
         super().check_params()
-        check_number("mechanism dp-encoder: inv_dfil", self.params["inv_dfil"])
-        check_number("mechanism dp-encoder: clip", self.params["clip"])
-        if self.params["match"] not in MATCHES:
-            raise ConfigError(f"mechanism dp-encoder: match must be one of {MATCHES}")
-        delta = self.params["delta"]
-        if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 < delta < 1:
+        check_number("mechanism dp-encoder: inv_dfil", self.p.inv_dfil)
+        check_number("mechanism dp-encoder: clip", self.p.clip)
+        delta = self.p.delta
+        if not 0 < delta < 1:
             raise ConfigError(f"mechanism dp-encoder: delta must lie in (0, 1), got {delta!r}")
 
     def _layer_options(self) -> dict[str, Any]:
-        return {"clip": float(self.params["clip"])}
+        return {"clip": self.p.clip}
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         lo, hi = task.data_range
@@ -69,8 +69,8 @@ class DPEncoder(FisherSplitMechanism):
         super().fit(task, splits, ctx)
 
     def calibrate(self, mean_trace: float) -> float:
-        target, clip = float(self.params["inv_dfil"]), float(self.params["clip"])
-        if self.params["match"] == "rdp-bound":
+        target, clip = self.p.inv_dfil, self.p.clip
+        if self.p.match == "rdp-bound":
             self._eps = rdp_eps_for_bound(target, self._diam_sq)
             return 2 * clip / math.sqrt(self._eps)
         sigma = sigma_for_target(mean_trace, target, self._input_dim)
@@ -86,16 +86,16 @@ class DPEncoder(FisherSplitMechanism):
         """eps of the (eps, delta)-DP the release satisfies for ANY two inputs: a Gaussian
         mechanism of l2 sensitivity 2C (||e|| <= C after clipping) at noise sigma, exact by
         Balle & Wang 2018, Thm 8."""
-        sensitivity = 2 * float(self.params["clip"])
-        return analytic_gaussian_eps(self._sigma, float(self.params["delta"]), sensitivity)
+        sensitivity = 2 * self.p.clip
+        return analytic_gaussian_eps(self._sigma, self.p.delta, sensitivity)
 
     def guarantee(self) -> Guarantee:
         """LDP (eps_dp, delta) over any pair of inputs (audited), with the (2, rdp_eps)-RDP
         parameters and the matched 1/dFIL alongside."""
         params: dict[str, float] = {
-            "delta": float(self.params["delta"]),
+            "delta": self.p.delta,
             "rdp_alpha": 2.0,
-            "inv_dfil": float(self.params["inv_dfil"]),
+            "inv_dfil": self.p.inv_dfil,
         }
         if hasattr(self, "_sigma"):
             params["eps"] = self.dp_eps()

@@ -1,4 +1,4 @@
-"""`dfil`: split inference whose encoder noise is calibrated to a target 1/dFIL (dFIL seed paper,
+"""`dfil`: split inference whose encoder noise is calibrated to a target 1/dFIL (dFIL paper,
 Sec. 4): the client runs a smooth encoder Enc_D (GELU, average pooling), adds N(0, sigma^2 I)
 with sigma = sqrt(target * E[Tr(J^T J)] / d) over training data, so that E[dFIL] = 1/target;
 the server classifies the noisy encoding.
@@ -17,7 +17,8 @@ Each attack job is scored against Cramer-Rao or van Trees (mechanisms.dfil.split
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -40,39 +41,39 @@ class DFIL(FisherSplitMechanism):
     name = "dfil"
     paper = "https://arxiv.org/abs/2305.04146"
     modalities = frozenset({"image", "vector", "ids", "text"})
-    defaults: ClassVar[dict[str, Any]] = {
-        **FisherSplitMechanism.defaults,
-        "inv_dfil": 10.0,
-        "noise_aware": False,
-        "compression": 0,
-        "snr_reg": 0.0,
-    }
+
+    @dataclass(frozen=True)
+    class Params(FisherSplitMechanism.Params):
+        inv_dfil: float = 10.0
+        noise_aware: bool = False
+        compression: int = 0
+        snr_reg: float = 0.0
+
+    p: Params
 
     def check_params(self) -> None:
         super().check_params()
-        p = self.params
-        check_number("mechanism dfil: inv_dfil", p["inv_dfil"])
-        if not isinstance(p["noise_aware"], bool):
-            raise ConfigError("mechanism dfil: noise_aware must be true or false")
-        check_number("mechanism dfil: compression", p["compression"], True, True)
-        check_number("mechanism dfil: snr_reg", p["snr_reg"], allow_zero=True)
+        p = self.p
+        check_number("mechanism dfil: inv_dfil", p.inv_dfil)
+        check_number("mechanism dfil: compression", p.compression, True, True)
+        check_number("mechanism dfil: snr_reg", p.snr_reg, allow_zero=True)
 
     def _layer_options(self) -> dict[str, Any]:
-        return {"compression": int(self.params["compression"])}
+        return {"compression": self.p.compression}
 
     def _training(self, task: Task) -> SplitTraining:
         epochs = int(task.config().get("train_epochs", 3))
-        return SplitTraining(epochs=epochs, snr_reg=float(self.params["snr_reg"]))
+        return SplitTraining(epochs=epochs, snr_reg=self.p.snr_reg)
 
     def build_model(self, task: Task, splits: Splits, ctx: FitContext) -> SplitModel:
-        p = self.params
-        if self._arch(task) == "projection" and (p["compression"] or p["snr_reg"]):
+        p = self.p
+        if self._arch(task) == "projection" and (p.compression or p.snr_reg):
             raise ConfigError(
                 "mechanism dfil: compression and snr_reg need a trainable encoder; the "
                 "projection of vector tasks is fixed"
             )
         model = super().build_model(task, splits, ctx)
-        if not p["noise_aware"]:
+        if not p.noise_aware:
             return model
         return self._noise_aware(model, task, splits, ctx)
 
@@ -82,8 +83,8 @@ class DFIL(FisherSplitMechanism):
         """Fine-tune `model` for train_epochs more epochs with the target's noise (cached)."""
         training = SplitTraining(
             epochs=int(task.config().get("train_epochs", 3)),
-            target=float(self.params["inv_dfil"]),
-            snr_reg=float(self.params["snr_reg"]),
+            target=self.p.inv_dfil,
+            snr_reg=self.p.snr_reg,
         )
         recipe = self._recipe(
             task,
@@ -108,32 +109,32 @@ class DFIL(FisherSplitMechanism):
         trained one); with `compression`, the bottleneck and its server are trained (noise-
         aware if asked, mechanisms.dfil.compression) and the final sigma is calibrated on
         that served encoder, exactly when its k outputs are <= calib_dirs."""
-        p = self.params
-        if p["snr_reg"] and not p["compression"]:
+        p = self.p
+        if p.snr_reg and not p.compression:
             raise ConfigError(
                 f"mechanism dfil: snr_reg on {task.name} needs compression (the only "
                 "trainable part of the encoder there)"
             )
         super()._fit_discrete(task, splits, ctx)
-        if p["noise_aware"] and not p["compression"]:
+        if p.noise_aware and not p.compression:
             self._server = noise_tuned_server(task, self._split, self.noise(), ctx)
 
     def _discrete_split(self, task: Task, ctx: FitContext) -> EmbeddingSplit:
         base = super()._discrete_split(task, ctx)
-        k = int(self.params["compression"])
+        k = self.p.compression
         if not k:
             return base
         recipe = CompressionTraining(
             epochs=int(task.config().get("train_epochs", 3)),
-            target=float(self.params["inv_dfil"]) if self.params["noise_aware"] else None,
-            snr_reg=float(self.params["snr_reg"]),
+            target=self.p.inv_dfil if self.p.noise_aware else None,
+            snr_reg=self.p.snr_reg,
         )
         return compressed_split(task, base, k, recipe, ctx)
 
     def calibrate(self, mean_trace: float) -> float:
-        return sigma_for_target(mean_trace, float(self.params["inv_dfil"]), self._input_dim)
+        return sigma_for_target(mean_trace, self.p.inv_dfil, self._input_dim)
 
     def guarantee(self) -> Guarantee:
-        params = {"inv_dfil": float(self.params["inv_dfil"]), **self._bound_params()}
+        params = {"inv_dfil": self.p.inv_dfil, **self._bound_params()}
         space = "mse/embedding" if self.embedding_table() is not None else "mse/input"
         return Guarantee("dfil", params, space)

@@ -15,7 +15,7 @@ paper, Sec. 3.1).
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 from torch import nn
@@ -24,8 +24,8 @@ from bench.errors import ConfigError
 from bench.tasks.models import Normalize
 
 Split = Literal["early", "middle", "late"]
-SPLITS: tuple[Split, ...] = ("early", "middle", "late")
-ARCHS = ("auto", "cnn", "resnet18", "projection")
+SPLITS: tuple[Split, ...] = get_args(Split)
+Arch = Literal["auto", "cnn", "resnet18", "projection"]
 
 
 class SplitModel(nn.Module):
@@ -87,7 +87,7 @@ def smooth_cnn(
 
 
 class BasicBlock(nn.Module):
-    """ResNet basic block with GELU in place of ReLU (seed paper App. A.2)."""
+    """ResNet basic block with GELU in place of ReLU (dFIL paper, App. A.2)."""
 
     def __init__(self, cin: int, cout: int, stride: int) -> None:
         super().__init__()

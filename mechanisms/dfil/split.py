@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -44,7 +45,7 @@ from bench.protocols import (
 )
 from bench.tasks.discrete import EmbeddingSplit
 from bench.training import predict_scores, utility_model
-from mechanisms.dfil.smooth_nets import ARCHS, SPLITS, SplitModel, projection_model, split_model
+from mechanisms.dfil.smooth_nets import Arch, Split, SplitModel, projection_model, split_model
 from mechanisms.dfil.training import SplitTraining, train_split
 
 CODE = (  # the code an artifact of these mechanisms depends on (part of every cache recipe)
@@ -59,7 +60,6 @@ CODE = (  # the code an artifact of these mechanisms depends on (part of every c
 SCORE_FIT_SAMPLES = 4000  # training samples the score model is fitted on (then 1,000 held out)
 UNBIASED_ATTACKS = frozenset({"optimization"})
 DISCRETE = frozenset({"ids", "text"})
-TARGETS = ("raw", "smoothed")
 EXACT_DISCRETE_DIM = 4096  # largest embedding input for per-sample exact traces in bounds
 
 
@@ -84,37 +84,34 @@ class FisherSplitMechanism(Mechanism):
     subclasses choose the model and the noise calibration."""
 
     modalities = frozenset({"image", "vector"})
-    defaults: ClassVar[dict[str, Any]] = {
-        "split": "late",
-        "arch": "auto",
-        "proj_dim": 10_000,
-        "calib_samples": 128,
-        "calib_dirs": 64,
-        "smoothing": SMOOTHING,
+
+    @dataclass(frozen=True)
+    class Params:
+        split: Split = "late"
+        arch: Arch = "auto"
+        proj_dim: int = 10_000
+        calib_samples: int = 128
+        calib_dirs: int = 64
+        smoothing: float = SMOOTHING
         # "raw": attacks target the test images; "smoothed": x + N(0, smoothing^2), the input
         # distribution the van Trees prior term is estimated for (so the bound speaks of it).
-        "targets": "raw",
-    }
+        targets: Literal["raw", "smoothed"] = "raw"
+
+    p: Params
 
     def check_params(self) -> None:
-        p = self.params
-        if p["split"] not in SPLITS:
-            raise ConfigError(f"mechanism {self.name}: split must be one of {SPLITS}")
-        if p["arch"] not in ARCHS:
-            raise ConfigError(f"mechanism {self.name}: arch must be one of {ARCHS}")
-        check_number(f"mechanism {self.name}: proj_dim", p["proj_dim"], integer=True)
-        check_number(f"mechanism {self.name}: calib_samples", p["calib_samples"], True)
-        check_number(f"mechanism {self.name}: calib_dirs", p["calib_dirs"], True, True)
-        if p["calib_dirs"] == 1:
+        p = self.p
+        check_number(f"mechanism {self.name}: proj_dim", p.proj_dim, integer=True)
+        check_number(f"mechanism {self.name}: calib_samples", p.calib_samples, True)
+        check_number(f"mechanism {self.name}: calib_dirs", p.calib_dirs, True, True)
+        if p.calib_dirs == 1:
             raise ConfigError(f"mechanism {self.name}: calib_dirs must be 0 (exact) or >= 2")
-        check_number(f"mechanism {self.name}: smoothing", p["smoothing"])
-        if p["targets"] not in TARGETS:
-            raise ConfigError(f"mechanism {self.name}: targets must be one of {TARGETS}")
+        check_number(f"mechanism {self.name}: smoothing", p.smoothing)
 
     # ------------------------------------------------------------------ model
 
     def _arch(self, task: Task) -> str:
-        arch = self.params["arch"]
+        arch = self.p.arch
         if arch == "auto":
             if task.modality == "vector":
                 return "projection"
@@ -143,7 +140,7 @@ class FisherSplitMechanism(Mechanism):
             task.num_classes,
             getattr(task, "mean", (0.0,) * channels),
             getattr(task, "std", (1.0,) * channels),
-            self.params["split"],
+            self.p.split,
             **self._layer_options(),
         )
 
@@ -163,7 +160,7 @@ class FisherSplitMechanism(Mechanism):
             ctx,
             artifact=f"{self.name}-split-model",
             arch=arch,
-            split=self.params["split"],
+            split=self.p.split,
             layers=self._layer_options(),
             training=repr(training),
         )
@@ -184,7 +181,7 @@ class FisherSplitMechanism(Mechanism):
         least-squares decoding (exactly x when there is no noise)."""
         d = math.prod(task.input_shape)
         server = copy.deepcopy(utility_model(task, ctx))
-        proj = projection_model(d, int(self.params["proj_dim"]), server, ctx.generator("proj"))
+        proj = projection_model(d, self.p.proj_dim, server, ctx.generator("proj"))
         return proj.to(ctx.device)  # the projection is drawn on the CPU (float64 QR)
 
     def build_model(self, task: Task, splits: Splits, ctx: FitContext) -> SplitModel:
@@ -202,18 +199,18 @@ class FisherSplitMechanism(Mechanism):
         direction-sampling error; the latter is shared by all samples (one draw), so it does
         not average out: its standard deviation in the mean is at most the mean of the
         per-sample standard errors (triangle inequality), which is what is added."""
-        p = self.params
-        x = x[: int(p["calib_samples"])]
+        p = self.p
+        x = x[: p.calib_samples]
         exact = (
-            p["calib_dirs"] == 0
+            p.calib_dirs == 0
             or isinstance(self._client, nn.Linear)
-            or self._encoding_dim(x) <= int(p["calib_dirs"])  # exact costs <= calib_dirs VJPs
+            or self._encoding_dim(x) <= p.calib_dirs  # exact costs <= calib_dirs VJPs
         )
         recipe = {
             "artifact": "dfil-calibration",
             "encoder": module_digest(self._client),
             "x": tensor_digest(x),
-            "dirs": 0 if exact else int(p["calib_dirs"]),
+            "dirs": 0 if exact else p.calib_dirs,
             "seed": ctx.seed,
             "code": source_digest(*CODE),
         }
@@ -223,7 +220,7 @@ class FisherSplitMechanism(Mechanism):
                 traces = jacobian_trace(self._client, x)
                 return torch.stack([traces, torch.zeros_like(traces)])
             gen = ctx.generator("dfil-calibration")
-            est = jacobian_trace_estimate(self._client, x, int(p["calib_dirs"]), gen)
+            est = jacobian_trace_estimate(self._client, x, p.calib_dirs, gen)
             return torch.stack([est.value, est.se])
 
         traces, dir_se = ctx.cache.get_or_build(recipe, build).double()
@@ -253,14 +250,14 @@ class FisherSplitMechanism(Mechanism):
             "data": task.data_fingerprint(),
             "task": task.config(),
             "n_fit": n_fit,
-            "smoothing": float(self.params["smoothing"]),
+            "smoothing": self.p.smoothing,
             "code": source_digest(*CODE),
         }
 
         def build() -> dict[str, Any]:
             gen = torch.Generator().manual_seed(0)
             held = x[n_fit : n_fit + 1000]
-            smoothing = float(self.params["smoothing"])
+            smoothing = self.p.smoothing
             prior = estimate_prior_term(
                 x[:n_fit], held, gen, smoothing=smoothing, device=ctx.device
             )
@@ -276,7 +273,7 @@ class FisherSplitMechanism(Mechanism):
         self._table: torch.Tensor | None = None
         self._exact_prior = callable(getattr(task, "gaussian_prior", None))
         if task.modality in DISCRETE:
-            if self.params["targets"] != "raw":
+            if self.p.targets != "raw":
                 raise ConfigError(
                     f"mechanism {self.name}: targets = 'smoothed' needs continuous inputs; "
                     f"task {task.name} has {task.modality} inputs"
@@ -302,14 +299,14 @@ class FisherSplitMechanism(Mechanism):
         self._client = split.client.eval().requires_grad_(False)
         self._server = split.server.eval()
         self._input_dim = math.prod(task.input_shape) * int(split.table.shape[1])
-        ids = splits.train.x[: int(self.params["calib_samples"])]
+        ids = splits.train.x[: self.p.calib_samples]
         calibration = split.table[to_device(ids, split.table.device)]
         self._mean_tr, self._mean_tr_se = self._mean_trace(calibration, ctx)
         self._sigma = self.calibrate(self._mean_tr)
 
     def _discrete_split(self, task: Task, ctx: FitContext) -> EmbeddingSplit:
         """The split model a discrete task's release runs (the task's own, cut at `split`)."""
-        return task.split_model(ctx, self.params["split"])  # type: ignore[attr-defined]
+        return task.split_model(ctx, self.p.split)  # type: ignore[attr-defined]
 
     def prior_term(self) -> PriorTerm:
         """The van Trees prior term of the task's data (computed once, cached)."""
@@ -378,7 +375,7 @@ class FisherSplitMechanism(Mechanism):
         discrete task only Cramer-Rao, for an attack reconstructing embeddings (ids have no
         MSE), where the exact per-sample trace is affordable (d <= EXACT_DISCRETE_DIM); no
         van Trees there: a score model of the embedding distribution is not fitted."""
-        queries = int(attack.params.get("queries", 1))
+        queries = attack.p.queries
         if self._table is not None:
             continuous = type(attack).ranked is Attack.ranked
             if not (continuous and attack.name in UNBIASED_ATTACKS):
@@ -394,11 +391,11 @@ class FisherSplitMechanism(Mechanism):
     def attack_inputs(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """With targets = "smoothed": x + N(0, smoothing^2 I), a draw from the smoothed data
         distribution whose score the van Trees prior term is fitted to (`_prior_term`), so
-        the attacks and the bound speak of the same inputs (seed paper Sec. 3.3.2)."""
-        if self.params["targets"] != "smoothed":
+        the attacks and the bound speak of the same inputs (dFIL paper, Sec. 3.3.2)."""
+        if self.p.targets != "smoothed":
             return x
         noise = torch.randn(x.shape, generator=generator, dtype=x.dtype)
-        return x + float(self.params["smoothing"]) * noise
+        return x + self.p.smoothing * noise
 
     def bound_basis(self, attack: Attack) -> dict[str, str]:
         """Which bound `bound_metrics` checks for `attack` and whether it binds that attack
@@ -419,8 +416,8 @@ class FisherSplitMechanism(Mechanism):
                 "basis": "theorem",
                 "why": "van Trees with the exact Gaussian prior term binds every attack",
             }
-        smoothing = float(self.params["smoothing"])
-        if self.params["targets"] == "smoothed":
+        smoothing = self.p.smoothing
+        if self.p.targets == "smoothed":
             why = (
                 f"van Trees on inputs smoothed by N(0, {smoothing:g}²); its prior term is a "
                 "sliced score-matching estimate"

@@ -1,4 +1,4 @@
-"""Training of split models for dFIL-calibrated split inference, with the seed paper's
+"""Training of split models for dFIL-calibrated split inference, with the dFIL paper's
 optimisations (Sec. 4.1): noise-aware training and the SNR regulariser (the compression layer
 is architecture, see mechanisms.dfil.smooth_nets).
 

@@ -1,8 +1,9 @@
 """Label-only access: the server answers a class label, never scores.
 
-Paper: LUCID (seed 003): individual DP (iDP) for label-only access, with the iDP decision
-bound computed soundly by MILP over the network and its leave-one-out networks
-(bench.certify.idp), compared with training-set DP baselines.
+Paper: LUCID, "Guarding the Privacy of Label-Only Access to Neural Network Classifiers via iDP
+Verification" (2025): individual DP (iDP) for label-only access, with the iDP decision bound
+computed soundly by MILP over the network and its leave-one-out networks (bench.certify.idp),
+compared with training-set DP baselines.
 
 Entry points (registered names -> module):
 - `lucid`, `naive-idp`, `naive-noise`, `label-only` (lucid.py): iDP label access over the

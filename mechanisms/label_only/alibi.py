@@ -1,4 +1,4 @@
-"""`alibi`: the label-DP training baseline of LUCID's comparison (seed 003, Table 3): ALIBI
+"""`alibi`: the label-DP training baseline of LUCID's comparison (LUCID paper, Table 3): ALIBI
 (Malek Esmaeili et al. 2021, "Antipodes of Label Differential Privacy: PATE and ALIBI"),
 the same architecture trained on randomised soft labels, its labels served as they are.
 
@@ -18,8 +18,8 @@ unlike dp-sgd this is not DP over whole records (docs/lucid.md).
 
 from __future__ import annotations
 
-import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -34,9 +34,9 @@ from bench.registry import register_mechanism
 from mechanisms.label_only import tuning
 from mechanisms.label_only.base import LabelOnlyMechanism
 from mechanisms.label_only.dp_sgd import BATCH, LR
-from mechanisms.label_only.tuning import Choice, check_tune, choose, tuning_params
+from mechanisms.label_only.tuning import tuning_params
 
-PRIORS = ("uniform", "frequency")
+Prior = Literal["uniform", "frequency"]
 MIN_FREQUENCY = 1e-3  # floor of an estimated class frequency
 
 
@@ -154,25 +154,19 @@ class Alibi(LabelOnlyMechanism):
 
     name = "alibi"
     paper = "https://arxiv.org/abs/2106.03408"
-    defaults: ClassVar[dict[str, Any]] = {
-        "eps": 1.0,
-        "prior": "uniform",
-        "refine": 0,
-        "tune": False,
-    }
+
+    @dataclass(frozen=True)
+    class Params:
+        eps: float = 1.0
+        prior: Prior = "uniform"
+        refine: int = 0  # rounds of refining the prior from the soft labels
+        tune: bool = False
+
+    p: Params
 
     def check_params(self) -> None:
-        p = self.params
-        if not (isinstance(p["eps"], int | float) and math.isfinite(p["eps"]) and p["eps"] > 0):
+        if self.p.eps <= 0:
             raise ConfigError("mechanism alibi: eps must be a positive number")
-        if p["prior"] not in PRIORS:
-            raise ConfigError(
-                f"mechanism alibi: prior must be one of {', '.join(PRIORS)}, got {p['prior']!r}"
-            )
-        refine = p["refine"]
-        if isinstance(refine, bool) or not isinstance(refine, int) or refine < 0:
-            raise ConfigError("mechanism alibi: refine must be an integer >= 0 (rounds)")
-        check_tune(self.name, p["tune"])
 
     def _train(
         self, task: Task, data: DataSplit, lr: float, epochs: int, seed: int
@@ -182,9 +176,9 @@ class Alibi(LabelOnlyMechanism):
             task,
             data.x,
             data.y,
-            eps=float(self.params["eps"]),
-            prior=str(self.params["prior"]),
-            refine=int(self.params["refine"]),
+            eps=self.p.eps,
+            prior=self.p.prior,
+            refine=self.p.refine,
             seed=seed,
             lr=lr,
             epochs=epochs,
@@ -204,31 +198,16 @@ class Alibi(LabelOnlyMechanism):
         self.memory = {}
         train = task.splits().train
         code = code_digest(__name__, "mechanisms.label_only.dp_sgd", tuning.__name__)
-        self.tuning: Choice | None = None
-        lr, epochs = LR, epochs_of(task)
-        if self.params["tune"]:  # lr and epochs chosen on public aux data (tuning.py)
-            key = {"artifact": "label-only-tuning", "method": "alibi", "code": code}
-            key |= {"task": task.config(), "data": task.data_fingerprint(), "seed": ctx.seed}
-            key["params"] = self.params
-            seed = derive_seed(ctx.seed, "tuning")
-
-            def proxy(data: DataSplit, r: float, e: int) -> nn.Module:
-                return self._proxy_model(task, data, r, e, seed)
-
-            self.tuning = Choice(
-                **ctx.cache.get_or_build(key, lambda: vars(choose(task, len(train), proxy)))
-            )
-            lr, epochs = self.tuning.lr, self.tuning.epochs
-        recipe = {
-            "artifact": "alibi-network",
-            "code": code,
-            "task": task.config(),
-            "data": task.data_fingerprint(),
-            "seed": ctx.seed,
-            "epochs": epochs,
-            "lr": lr,
-            "params": self.params,
-        }
+        schedule = self.training_schedule(
+            task,
+            ctx,
+            "alibi",
+            code,
+            (LR, epochs_of(task)),
+            lambda data, lr, epochs, seed: self._proxy_model(task, data, lr, epochs, seed),
+        )
+        lr, epochs = schedule
+        recipe = self.network_recipe(task, ctx, "alibi-network", code, schedule)
 
         def build() -> dict[str, torch.Tensor]:
             weights, targets = self._train(task, train, lr, epochs, ctx.seed)
@@ -244,5 +223,5 @@ class Alibi(LabelOnlyMechanism):
         return torch.zeros(len(x), dtype=torch.bool)
 
     def guarantee(self) -> Guarantee:
-        params = {"eps": float(self.params["eps"]), "delta": 0.0, **tuning_params(self.tuning)}
+        params = {"eps": self.p.eps, "delta": 0.0, **tuning_params(self.tuning)}
         return Guarantee("dp", params, "training-labels/replace-one")

@@ -1,4 +1,4 @@
-"""Label-only access guarded for individual differential privacy (LUCID, seed 003).
+"""Label-only access guarded for individual differential privacy (the LUCID paper, 2025).
 
 The release is a label (one-hot scores). Where the answer could reveal whether a training
 point was used, the label comes from the exponential mechanism with utility 1 for the
@@ -25,7 +25,9 @@ then a function of a valid record, the domain the iDP decision bound is certifie
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -33,9 +35,12 @@ from torch import nn
 
 from bench.certify.idp.bound import Groups
 from bench.device import to_cpu, to_device
-from bench.errors import ConfigError
-from bench.protocols import Guarantee, Mechanism, Release
-from mechanisms.label_only.tuning import Choice, check_tune, tuning_params
+from bench.hashing import derive_seed
+from bench.protocols import DataSplit, FitContext, Guarantee, Mechanism, Release, Task
+from mechanisms.label_only.tuning import Choice, choose, tuning_params
+
+# Trains a network on a split with (lr, epochs, seed): what the tuning grid evaluates.
+Trainer = Callable[[DataSplit, float, int, int], nn.Module]
 
 
 def keep_probability(eps: float, num_classes: int) -> float:
@@ -82,15 +87,15 @@ class LabelOnlyMechanism(Mechanism):
     modalities = frozenset({"tabular"})  # the iDP-DB MILP encodes dense ReLU networks
     repeatable_queries = False  # a repeated query gets the remembered answer
     releases_labels = True
-    # tune: train with the lr and epochs chosen on public data (tuning.py), the same grid
-    # for every method of the family; false: the paper's fixed recipe.
-    defaults: ClassVar[dict[str, Any]] = {"eps": 0.0, "tune": False}
 
-    def check_params(self) -> None:
-        eps = self.params["eps"]
-        if not (isinstance(eps, int | float) and math.isfinite(eps) and eps >= 0):
-            raise ConfigError(f"mechanism {self.name}: eps must be a finite number >= 0")
-        check_tune(self.name, self.params.get("tune", False))
+    @dataclass(frozen=True)
+    class Params:
+        eps: float = 0.0
+        # tune: train with the lr and epochs chosen on public data (tuning.py), the same grid
+        # for every method of the family; false: the paper's fixed recipe.
+        tune: bool = False
+
+    p: Params
 
     num_classes: int
     model: nn.Module  # the network whose labels are served (set by `fit`)
@@ -113,9 +118,7 @@ class LabelOnlyMechanism(Mechanism):
         noisy = self.needs_noise(x, logits)
         labels = predicted.clone()
         if noisy.any():
-            drawn = exponential_mechanism(
-                predicted[noisy], self.num_classes, float(self.params["eps"]), generator
-            )
+            drawn = exponential_mechanism(predicted[noisy], self.num_classes, self.p.eps, generator)
             for i, label in zip(noisy.nonzero().squeeze(1).tolist(), drawn.tolist(), strict=True):
                 labels[i] = self.memory.setdefault(_input_key(x[i]), int(label))
         one_hot = F.one_hot(labels, self.num_classes).float()
@@ -125,8 +128,52 @@ class LabelOnlyMechanism(Mechanism):
         return to_cpu(release.values)
 
     def guarantee(self) -> Guarantee:
-        params = {"eps": float(self.params["eps"]), **tuning_params(self.tuning)}
+        params = {"eps": self.p.eps, **tuning_params(self.tuning)}
         return Guarantee("idp", params, "training-set/leave-one-out")
+
+    def training_schedule(
+        self,
+        task: Task,
+        ctx: FitContext,
+        method: str,
+        code: str,
+        fixed: tuple[float, int],
+        train: Trainer,
+    ) -> tuple[float, int]:
+        """The (lr, epochs) the served network trains with: `fixed` (the paper's recipe), or
+        with `tune` those `choose` picks on public aux data for networks `train` builds
+        (cached per task, data, seed and parameters; kept as `self.tuning`)."""
+        self.tuning = None
+        if not self.p.tune:
+            return fixed
+        key = {"artifact": "label-only-tuning", "method": method, "code": code}
+        key |= {"task": task.config(), "data": task.data_fingerprint(), "seed": ctx.seed}
+        key["params"] = self.params
+        seed = derive_seed(ctx.seed, "tuning")
+        n_train = len(task.splits().train)
+
+        def pick() -> dict[str, Any]:
+            return vars(choose(task, n_train, lambda d, lr, e: train(d, lr, e, seed)))
+
+        self.tuning = Choice(**ctx.cache.get_or_build(key, pick))
+        return self.tuning.lr, self.tuning.epochs
+
+    def network_recipe(
+        self, task: Task, ctx: FitContext, artifact: str, code: str, schedule: tuple[float, int]
+    ) -> dict[str, Any]:
+        """The cache recipe of the served network trained with `schedule` = (lr, epochs):
+        everything its weights depend on."""
+        lr, epochs = schedule
+        return {
+            "artifact": artifact,
+            "code": code,  # retrain when the training code changes
+            "task": task.config(),
+            "data": task.data_fingerprint(),
+            "seed": ctx.seed,
+            "epochs": epochs,
+            "lr": lr,
+            "params": self.params,
+        }
 
 
 def confidence(logits: torch.Tensor) -> torch.Tensor:

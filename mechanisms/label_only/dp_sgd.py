@@ -1,4 +1,4 @@
-"""`dp-sgd`: the DP training baseline of LUCID's comparison (seed 003, Table 3): the same
+"""`dp-sgd`: the DP training baseline of LUCID's comparison (LUCID paper, Table 3): the same
 architecture trained with DP-SGD (Abadi et al. 2016) through Opacus, its labels served as
 they are. (eps, delta)-DP training implies (eps, delta)-iDP for the given dataset (Soria-Comas
 et al. 2017), and label queries are post-processing of the trained network.
@@ -12,8 +12,7 @@ device's global generator, seeded per network.
 
 from __future__ import annotations
 
-import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -21,13 +20,13 @@ from torch import nn
 
 from bench.device import CPU, forked_rng, to_device
 from bench.errors import ConfigError
-from bench.hashing import derive_seed, seeded_init
+from bench.hashing import seeded_init
 from bench.jobs import code_digest
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.label_only import tuning
 from mechanisms.label_only.base import LabelOnlyMechanism
-from mechanisms.label_only.tuning import Choice, check_tune, choose, tuning_params
+from mechanisms.label_only.tuning import tuning_params
 
 LR = 0.1  # LUCID's SGD learning rate, so the two rows differ only by the DP training
 BATCH = 1024
@@ -96,21 +95,23 @@ class DPSGD(LabelOnlyMechanism):
 
     name = "dp-sgd"
     paper = "https://doi.org/10.1145/2976749.2978318"
-    defaults: ClassVar[dict[str, Any]] = {
-        "eps": 1.0,
-        "delta": 1e-5,
-        "max_grad_norm": 1.0,
-        "tune": False,
-    }
+
+    @dataclass(frozen=True)
+    class Params:
+        eps: float = 1.0
+        delta: float = 1e-5
+        max_grad_norm: float = 1.0
+        tune: bool = False
+
+    p: Params
 
     def check_params(self) -> None:
-        p = self.params
-        for key in ("eps", "max_grad_norm"):
-            if not (isinstance(p[key], int | float) and math.isfinite(p[key]) and p[key] > 0):
+        p = self.p
+        for key, value in (("eps", p.eps), ("max_grad_norm", p.max_grad_norm)):
+            if value <= 0:
                 raise ConfigError(f"mechanism dp-sgd: {key} must be a positive number")
-        if not (isinstance(p["delta"], int | float) and 0 < p["delta"] < 1):
+        if not 0 < p.delta < 1:
             raise ConfigError("mechanism dp-sgd: delta must lie in (0, 1)")
-        check_tune(self.name, p["tune"])
 
     def _train(self, data: DataSplit, lr: float, epochs: int, seed: int) -> nn.Module:
         """A fresh network trained with DP-SGD at this row's (eps, delta) on `data`."""
@@ -120,10 +121,10 @@ class DPSGD(LabelOnlyMechanism):
             model,
             data.x,
             data.y,
-            eps=float(self.params["eps"]),
-            delta=float(self.params["delta"]),
+            eps=self.p.eps,
+            delta=self.p.delta,
             epochs=epochs,
-            max_grad_norm=float(self.params["max_grad_norm"]),
+            max_grad_norm=self.p.max_grad_norm,
             seed=seed,
             lr=lr,
             device=self.device,
@@ -139,34 +140,11 @@ class DPSGD(LabelOnlyMechanism):
         self.memory = {}
         self._task = task
         train = task.splits().train
-        epochs = int(task.config().get("train_epochs", 30))
         code = code_digest(__name__, tuning.__name__)  # and the project code below them
-        self.tuning: Choice | None = None
-        lr = LR
-        if self.params["tune"]:  # lr and epochs chosen on public aux data (tuning.py)
-            key = {"artifact": "label-only-tuning", "method": "dp-sgd", "code": code}
-            key |= {"task": task.config(), "data": task.data_fingerprint(), "seed": ctx.seed}
-            key["params"] = self.params
-            tuning_seed = derive_seed(ctx.seed, "tuning")
-            self.tuning = Choice(
-                **ctx.cache.get_or_build(
-                    key,
-                    lambda: vars(
-                        choose(task, len(train), lambda d, r, e: self._train(d, r, e, tuning_seed))
-                    ),
-                )
-            )
-            lr, epochs = self.tuning.lr, self.tuning.epochs
-        recipe = {
-            "artifact": "dp-sgd-network",
-            "code": code,  # retrain when the training code changes
-            "task": task.config(),
-            "data": task.data_fingerprint(),
-            "seed": ctx.seed,
-            "epochs": epochs,
-            "lr": lr,
-            "params": self.params,
-        }
+        fixed = (LR, int(task.config().get("train_epochs", 30)))
+        schedule = self.training_schedule(task, ctx, "dp-sgd", code, fixed, self._train)
+        lr, epochs = schedule
+        recipe = self.network_recipe(task, ctx, "dp-sgd-network", code, schedule)
 
         def build() -> dict[str, torch.Tensor]:
             model = self._train(train, lr, epochs, ctx.seed)
@@ -183,6 +161,6 @@ class DPSGD(LabelOnlyMechanism):
         return torch.zeros(len(x), dtype=torch.bool)
 
     def guarantee(self) -> Guarantee:
-        p = self.params
-        params = {"eps": float(p["eps"]), "delta": float(p["delta"]), **tuning_params(self.tuning)}
+        p = self.p
+        params = {"eps": p.eps, "delta": p.delta, **tuning_params(self.tuning)}
         return Guarantee("dp", params, "training-set/add-remove")

@@ -1,4 +1,4 @@
-"""Leave-one-out training for iDP (LUCID, seed 003, Sec. 4): the network N on D and one
+"""Leave-one-out training for iDP (LUCID paper, 2025, Sec. 4): the network N on D and one
 network N_i on D \\ {d_i} per training point, all from the same initialisation and the
 same batch order, the removed point masked out of its batches.
 
@@ -154,6 +154,18 @@ def leave_one_out(
         for part in tqdm(removed.split(chunk), desc="leave-one-out networks", disable=not progress)
     ]
     return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+
+
+class StackMember(nn.Module):
+    """One network of a stack (`params`, its slice of the stacked parameters), callable
+    like a module."""
+
+    def __init__(self, arch: nn.Module, params: Params) -> None:
+        super().__init__()
+        self.arch, self.params = arch, params
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return functional_call(self.arch, self.params, (x,))
 
 
 def stacked_logits(model: nn.Module, params: Params, x: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""LUCID (seed 003): iDP label-only access from the iDP decision bounds, and the baselines
+"""LUCID (2025 paper): iDP label-only access from the iDP decision bounds, and the baselines
 that share its networks.
 
 All label-only mechanisms here serve the same network N: the first of the stacked
@@ -13,16 +13,16 @@ that the bound would have let through unnoised; 1.0 means none was found.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import torch
 from torch import nn
-from torch.func import functional_call
 
 from bench.certify import milp
 from bench.certify.idp import bound as idp_bound
 from bench.certify.idp import diff as idp_diff
-from bench.certify.idp.bound import VARIANTS, decision_bound, dense_layers
+from bench.certify.idp.bound import decision_bound, dense_layers
 from bench.certify.idp.diff import differential_bound
 from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
@@ -39,12 +39,19 @@ from mechanisms.label_only.base import (
     confidence,
     one_hot_groups,
 )
-from mechanisms.label_only.leave_one_out import LooRecipe, leave_one_out, stacked_logits
-from mechanisms.label_only.tuning import Choice, check_tune, choose, tuning_params
+from mechanisms.label_only.leave_one_out import (
+    LooRecipe,
+    StackMember,
+    leave_one_out,
+    stacked_logits,
+)
+from mechanisms.label_only.tuning import Choice, choose, tuning_params
 
 # The paper's Table 4 ablation, and `diff`: per-network differential bounds refined best
 # first (bench/certify/idp/diff.py), the tightest and the one the suites use.
-LUCID_VARIANTS = (*VARIANTS, "diff")
+# The iDP decision bound's variants (bench.certify.idp.bound.VARIANTS) and "diff", the
+# differential bound (bench.certify.idp.diff).
+LucidVariant = Literal["naive", "H", "HM", "HMRiS", "HMB", "full", "diff"]
 PROBE_UNIFORM = 2000
 PROBE_SEARCH_STARTS = 64
 PROBE_SEARCH_STEPS = 50
@@ -123,20 +130,9 @@ class LeaveOneOutAccess(LabelOnlyMechanism):
         self.groups = one_hot_groups(task)
         self.device = ctx.device
         self.arch = task.model().to(self.device)
-        self.recipe, self.tuning = loo_recipe(task, ctx, bool(self.params["tune"]))
+        self.recipe, self.tuning = loo_recipe(task, ctx, self.p.tune)
         self.stacked = to_device(loo_networks(task, ctx, ctx.progress, self.recipe), self.device)
-        self.model = _Member(self.arch, {k: v[0] for k, v in self.stacked.items()})
-
-
-class _Member(nn.Module):
-    """One network of a stack, callable like a module."""
-
-    def __init__(self, arch: nn.Module, params: dict[str, torch.Tensor]) -> None:
-        super().__init__()
-        self.arch, self.params = arch, params
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return functional_call(self.arch, self.params, (x,))
+        self.model = StackMember(self.arch, {k: v[0] for k, v in self.stacked.items()})
 
 
 def disagreement(
@@ -155,10 +151,12 @@ class LabelOnly(LeaveOneOutAccess):
 
     name = "label-only"
     paper = "https://arxiv.org/abs/2502.16519"
-    defaults: ClassVar[dict[str, Any]] = {"tune": False}
 
-    def check_params(self) -> None:
-        check_tune(self.name, self.params["tune"])
+    @dataclass(frozen=True)
+    class Params:
+        tune: bool = False
+
+    p: Params  # type: ignore[assignment]  (no eps: it never noises)
 
     def needs_noise(self, x: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
         return torch.zeros(len(x), dtype=torch.bool)
@@ -194,33 +192,19 @@ class Lucid(LeaveOneOutAccess):
 
     name = "lucid"
     paper = "https://arxiv.org/abs/2502.16519"
-    defaults: ClassVar[dict[str, Any]] = {
-        "eps": 0.0,
-        "tune": False,
-        "variant": "full",
-        "time_limit": 60.0,
-        "budget": 600.0,
-        "node_limit": 0,
-        "max_milps": 0,
-    }
 
-    def check_params(self) -> None:
-        super().check_params()
-        if self.params["variant"] not in LUCID_VARIANTS:
-            raise ConfigError(
-                f"mechanism lucid: variant must be one of {', '.join(LUCID_VARIANTS)}, "
-                f"got {self.params['variant']!r}"
-            )
-        for key in ("time_limit", "budget"):
-            value = self.params[key]
-            if not (isinstance(value, int | float) and value >= 0):
-                raise ConfigError(
-                    f"mechanism lucid: {key} must be a number of seconds >= 0 (0: no clock)"
-                )
-        for key in ("node_limit", "max_milps"):
-            value = self.params[key]
-            if not (isinstance(value, int) and value >= 0):
-                raise ConfigError(f"mechanism lucid: {key} must be an integer >= 0 (0: no limit)")
+    @dataclass(frozen=True)
+    class Params(LeaveOneOutAccess.Params):
+        variant: LucidVariant = "full"
+        # The MILP budgets of the decision bound, each 0 for none: seconds of wall clock
+        # per MILP and in all (a clock makes the bounds depend on the machine), branch and
+        # bound nodes per MILP, MILPs in all.
+        time_limit: float = 60.0
+        budget: float = 600.0
+        node_limit: int = 0
+        max_milps: int = 0
+
+    p: Params
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         super().fit(task, splits, ctx)
@@ -231,11 +215,11 @@ class Lucid(LeaveOneOutAccess):
             "data": task.data_fingerprint(),
             "seed": ctx.seed,
             "networks": vars(self.recipe),  # bounds of these networks, no others
-            "variant": self.params["variant"],
-            "time_limit": self.params["time_limit"],
-            "budget": self.params["budget"],
-            "node_limit": self.params["node_limit"],
-            "max_milps": self.params["max_milps"],
+            "variant": self.p.variant,
+            "time_limit": self.p.time_limit,
+            "budget": self.p.budget,
+            "node_limit": self.p.node_limit,
+            "max_milps": self.p.max_milps,
             "domain": {"one_hot_groups": self.groups},
             "code": _code_digest(idp_bound, idp_diff, milp),  # recompute when the code changes
         }
@@ -247,13 +231,13 @@ class Lucid(LeaveOneOutAccess):
                 dense_layers(self.arch, {k: v[i] for k, v in stacked.items()}, d) for i in range(n)
             ]
             budgets = {  # 0 s: no wall clock, so the bounds depend on the work budgets alone
-                "time_limit": float(self.params["time_limit"]) or None,
-                "budget": float(self.params["budget"]) or None,
-                "node_limit": int(self.params["node_limit"]) or None,
-                "max_milps": int(self.params["max_milps"]) or None,
+                "time_limit": self.p.time_limit or None,
+                "budget": self.p.budget or None,
+                "node_limit": self.p.node_limit or None,
+                "max_milps": self.p.max_milps or None,
                 "groups": self.groups,
             }
-            variant = self.params["variant"]
+            variant = self.p.variant
             bounds = [
                 differential_bound(layers[0], layers[1:], c, **budgets).bound
                 if variant == "diff"

@@ -89,12 +89,6 @@ def choose(
     return best
 
 
-def check_tune(mechanism: str, value: object) -> None:
-    """Refuse a `tune` parameter that is not a boolean."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"mechanism {mechanism}: tune must be true or false")
-
-
 def tuning_params(choice: Choice | None) -> dict[str, Any]:
     """The chosen configuration as a guarantee entry: the claim is about networks trained
     this way (none when the paper's fixed recipe is used)."""

@@ -1,8 +1,8 @@
 """Additive-noise mechanisms on the input or on the model's output.
 
-Paper: Inference Privacy (seed 004): (eps, delta, r)-IP by Gaussian / Laplace noise on the
-input or on logits, with noise calibrated to a certified Lipschitz constant; ldp-image is the
-eps-LDP reference.
+Paper: "Inference Privacy: Properties and Mechanisms" (2024): (eps, delta, r)-IP by Gaussian /
+Laplace noise on the input or on logits, with noise calibrated to a certified Lipschitz
+constant; ldp-image is the eps-LDP reference.
 
 Entry points (registered names -> module):
 - `identity` (identity.py): no protection, the reference row.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
 
 from bench.errors import ConfigError
 from bench.protocols import FitContext, Guarantee, NoiseModel, Splits, Task
@@ -11,7 +11,7 @@ from bench.registry import register_mechanism
 from mechanisms.base import DISCRETE, InputSpaceMechanism
 from mechanisms.dfil.split_tuning import noise_tuned_server
 from mechanisms.noise.calibration import check_privacy_params, gaussian_sigma, laplace_scale
-from mechanisms.noise.served_models import check_model_params, ip_model
+from mechanisms.noise.served_models import GaussianIPParams, ServedModel, ip_model
 
 
 @register_mechanism
@@ -26,19 +26,23 @@ class LDPImage(InputSpaceMechanism):
 
     name = "ldp-image"
     paper = "https://papers.nips.cc/paper_files/paper/2023/hash/5433b79562b9fa85bd5da0c95a78c907-Abstract-Conference.html"
-    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0}
+
+    @dataclass(frozen=True)
+    class Params:
+        eps: float = 1.0
+
+    p: Params
 
     def check_params(self) -> None:
-        check_privacy_params(float(self.params["eps"]))
+        check_privacy_params(self.p.eps)
 
     def calibrate(self, task: Task) -> NoiseModel:
-        eps = float(self.params["eps"])
         lo, hi = task.data_range
         self.l1_sensitivity = math.prod(task.input_shape) * (hi - lo)
-        return NoiseModel("laplace", laplace_scale(eps, self.l1_sensitivity))
+        return NoiseModel("laplace", laplace_scale(self.p.eps, self.l1_sensitivity))
 
     def guarantee(self) -> Guarantee:
-        return Guarantee("ldp", {"eps": float(self.params["eps"])}, "any pair of inputs")
+        return Guarantee("ldp", {"eps": self.p.eps}, "any pair of inputs")
 
 
 @register_mechanism
@@ -64,40 +68,37 @@ class GaussInput(InputSpaceMechanism):
     name = "gauss-input"
     paper = "https://arxiv.org/abs/2411.18746"
     modalities = frozenset({"image", "tabular", "vector", "ids", "text"})
-    defaults: ClassVar[dict[str, Any]] = {
-        "eps": 1.0,
-        "delta": 1e-5,
-        "r": 0.1,
-        "model": "cnn",
-        "finetune": False,
-    }
+
+    @dataclass(frozen=True)
+    class Params(GaussianIPParams):
+        model: ServedModel = "cnn"
+
+    p: Params
 
     def check_params(self) -> None:
-        check_privacy_params(*(float(self.params[k]) for k in ("eps", "delta", "r")))
-        check_model_params(self.params, f"mechanism {self.name}")
+        check_privacy_params(self.p.eps, self.p.delta, self.p.r)
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
         self.task, self.device = task, ctx.device
         if task.modality in DISCRETE:  # noise on the split intermediate of the task's model
-            if self.params["model"] != "cnn":
+            if self.p.model != "cnn":
                 raise ConfigError(f"mechanism gauss-input: model does not apply to {task.name}")
             self.discrete_fit(task, ctx)
-            if self.params["finetune"]:
+            if self.p.finetune:
                 self.model = noise_tuned_server(task, self._split, self._noise, ctx)
             return
         self._noise = self.calibrate(task)
-        tuning_noise = self._noise if self.params["finetune"] else None
-        self.model = ip_model(task, ctx, self.params["model"], tuning_noise, "input")
+        tuning_noise = self._noise if self.p.finetune else None
+        self.model = ip_model(task, ctx, self.p.model, tuning_noise, "input")
 
     def calibrate(self, task: Task) -> NoiseModel:
-        eps, delta, r = (float(self.params[k]) for k in ("eps", "delta", "r"))
-        sigma, self.calibration_rule = gaussian_sigma(eps, delta, r)
+        sigma, self.calibration_rule = gaussian_sigma(self.p.eps, self.p.delta, self.p.r)
         return NoiseModel("gaussian", sigma)
 
     def guarantee(self) -> Guarantee:
-        p = self.params
+        p = self.p
         return Guarantee(
             "ip",
-            {"eps": float(p["eps"]), "delta": float(p["delta"]), "radius": float(p["r"])},
+            {"eps": p.eps, "delta": p.delta, "radius": p.r},
             "l2/split" if getattr(self, "_split", None) is not None else "l2/input",
         )

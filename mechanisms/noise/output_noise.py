@@ -7,7 +7,8 @@ distance r give outputs within sensitivity r L and the Laplace / Gaussian mechan
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -18,7 +19,12 @@ from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Releas
 from bench.registry import register_mechanism
 from bench.training import predict_scores
 from mechanisms.noise.calibration import check_privacy_params, gaussian_sigma, laplace_scale
-from mechanisms.noise.served_models import base_model, check_model_params, noise_finetuned
+from mechanisms.noise.served_models import (
+    GaussianIPParams,
+    ServedModel,
+    base_model,
+    noise_finetuned,
+)
 
 
 class OutputNoiseMechanism(Mechanism):
@@ -34,11 +40,6 @@ class OutputNoiseMechanism(Mechanism):
     norm: ClassVar[Norm]
     modalities = frozenset({"image"})
 
-    def check_params(self) -> None:
-        p = self.params
-        check_privacy_params(float(p["eps"]), p.get("delta"), float(p["r"]))
-        check_model_params(p, f"mechanism {self.name}")
-
     @abstractmethod
     def calibrate(self, lipschitz: float) -> NoiseModel:
         """The noise for sensitivity r * lipschitz under the current parameters."""
@@ -50,11 +51,11 @@ class OutputNoiseMechanism(Mechanism):
         return self.calibrate(self.lipschitz.value)
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
-        kind = self.params["model"]
+        kind = self.p.model
         self.device = ctx.device
         self.model = base_model(task, ctx, kind)
         self._noise = self.certify(self.model, task.input_shape)
-        if self.params["finetune"]:
+        if self.p.finetune:
             self.model = noise_finetuned(task, ctx, kind, self._noise, "output")
             self._noise = self.certify(self.model, task.input_shape)
 
@@ -82,17 +83,24 @@ class LapOutput(OutputNoiseMechanism):
     name = "lap-output"
     paper = "https://arxiv.org/abs/2411.18746"
     norm = "l1"
-    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "r": 0.1, "model": "sll", "finetune": False}
+
+    @dataclass(frozen=True)
+    class Params:
+        eps: float = 1.0
+        r: float = 0.1
+        model: ServedModel = "sll"
+        finetune: bool = False
+
+    p: Params
+
+    def check_params(self) -> None:
+        check_privacy_params(self.p.eps, None, self.p.r)
 
     def calibrate(self, lipschitz: float) -> NoiseModel:
-        eps, r = float(self.params["eps"]), float(self.params["r"])
-        return NoiseModel("laplace", laplace_scale(eps, r * lipschitz))
+        return NoiseModel("laplace", laplace_scale(self.p.eps, self.p.r * lipschitz))
 
     def guarantee(self) -> Guarantee:
-        p = self.params
-        return Guarantee(
-            "ip", {"eps": float(p["eps"]), "delta": 0.0, "radius": float(p["r"])}, "l1/input"
-        )
+        return Guarantee("ip", {"eps": self.p.eps, "delta": 0.0, "radius": self.p.r}, "l1/input")
 
 
 @register_mechanism
@@ -105,23 +113,18 @@ class GaussOutput(OutputNoiseMechanism):
     name = "gauss-output"
     paper = "https://arxiv.org/abs/2411.18746"
     norm = "l2"
-    defaults: ClassVar[dict[str, Any]] = {
-        "eps": 1.0,
-        "delta": 1e-5,
-        "r": 0.1,
-        "model": "sll",
-        "finetune": False,
-    }
+
+    Params = GaussianIPParams
+    p: Params
+
+    def check_params(self) -> None:
+        check_privacy_params(self.p.eps, self.p.delta, self.p.r)
 
     def calibrate(self, lipschitz: float) -> NoiseModel:
-        eps, delta, r = (float(self.params[k]) for k in ("eps", "delta", "r"))
-        sigma, self.calibration_rule = gaussian_sigma(eps, delta, r * lipschitz)
+        p = self.p
+        sigma, self.calibration_rule = gaussian_sigma(p.eps, p.delta, p.r * lipschitz)
         return NoiseModel("gaussian", sigma)
 
     def guarantee(self) -> Guarantee:
-        p = self.params
-        return Guarantee(
-            "ip",
-            {"eps": float(p["eps"]), "delta": float(p["delta"]), "radius": float(p["r"])},
-            "l2/input",
-        )
+        p = self.p
+        return Guarantee("ip", {"eps": p.eps, "delta": p.delta, "radius": p.r}, "l2/input")

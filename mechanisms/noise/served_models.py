@@ -7,20 +7,33 @@ cached; fine-tuning starts from a copy of the cached model and really updates it
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from bench.errors import ConfigError
 from bench.hashing import seeded_init, source_digest
 from bench.protocols import FitContext, NoiseModel, Task
 from bench.training import train_classifier, utility_model
 from mechanisms.noise.lipschitz_nets import sll_network
 
-MODELS = ("cnn", "sll")
+ServedModel = Literal["cnn", "sll"]  # the task's CNN or the 1-Lipschitz network
 SLL_LR = 3e-3  # Adam; 1e-3 underfits the 1-Lipschitz nets in the task's few epochs
 NoiseSite = Literal["input", "output"]
+
+
+@dataclass(frozen=True)
+class GaussianIPParams:
+    """The parameters of a Gaussian (eps, delta, r)-IP mechanism whose server classifies with
+    `model`, first fine-tuned with the calibrated noise when `finetune` is set."""
+
+    eps: float = 1.0
+    delta: float = 1e-5
+    r: float = 0.1
+    model: ServedModel = "sll"
+    finetune: bool = False
+
 
 _CODE = (  # the code a served model's artifact depends on (part of its cache recipe)
     __name__,
@@ -28,14 +41,6 @@ _CODE = (  # the code a served model's artifact depends on (part of its cache re
     "bench.training",
     "bench.tasks.models",
 )
-
-
-def check_model_params(params: dict[str, Any], component: str) -> None:
-    """Refuse an unknown `model` or a non-boolean `finetune`."""
-    if params["model"] not in MODELS:
-        raise ConfigError(f"{component}: model must be one of {MODELS}, got {params['model']!r}")
-    if not isinstance(params["finetune"], bool):
-        raise ConfigError(f"{component}: finetune must be true or false")
 
 
 def _epochs(task: Task) -> int:

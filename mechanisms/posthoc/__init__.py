@@ -1,4 +1,4 @@
-"""Posthoc privacy (Singh et al., NeurIPS 2023; seeds 000 + 001): a beta-VAE embedder, an
+"""Posthoc privacy (Singh et al., NeurIPS 2023, and its supplement): a beta-VAE embedder, an
 obfuscator network, and modified Propose-Test-Release that answers bottom or a Laplace-noised
 embedding, with DeltaP from exact local Lipschitz MILPs (bench.certify.lipschitz).
 

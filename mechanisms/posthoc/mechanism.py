@@ -8,7 +8,8 @@ CPU copies of the embeddings and weights."""
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -32,10 +33,10 @@ from mechanisms.posthoc.decisions import (
     run_query_tests,
 )
 from mechanisms.posthoc.models import (
-    RECIPES,
     REFERENCE_HIDDEN,
-    VARIANTS,
     BetaVAE,
+    Recipe,
+    Variant,
     classifier,
     finetune_classifier,
     obfuscator,
@@ -99,6 +100,7 @@ LIPSCHITZ_EXACT = register_metric(
 # release needs (Theorem 4.4's release step). "reference-code": LipMIP's 'l1Ball1', the
 # l_inf -> l_inf constant max_j ||grad f_j||_1 that the paper's public code used, up to k times
 # smaller: a diagnostic, whose rows make no valid claim (`NOT_PRIVATE`).
+Sensitivity = Literal["l1", "reference-code"]
 SENSITIVITIES: dict[str, OutNorm] = {"l1": "l1", "reference-code": "linf"}
 NOT_PRIVATE = (
     "not private: the release noise is calibrated to the l_inf -> l_inf local Lipschitz "
@@ -162,67 +164,55 @@ class PosthocPTR(Mechanism):
     paper = "https://papers.nips.cc/paper_files/paper/2023/hash/5433b79562b9fa85bd5da0c95a78c907-Abstract-Conference.html"
     modalities = frozenset({"image"})
     may_abstain = True
-    defaults: ClassVar[dict[str, Any]] = {
-        "eps": 1.0,
-        "delta": 0.05,
-        "R": 0.5,
-        "variant": "arl-c-n",
-        "alpha": 0.99,
-        "latent": 0,
-        "vae_epochs": 20,
-        "obf_epochs": 30,
-        "n_calib": 60,
-        "r_max": 0.0,
-        "time_limit": 0.0,
-        "node_limit": 5000,
-        "split_boxes": 200,
-        "solver": "highs",
-        "finetune_epochs": 5,
-        "sensitivity": "l1",
-        "lipschitz_method": "auto",
-        "recipe": "bench",
-    }
+
+    @dataclass(frozen=True)
+    class Params:
+        eps: float = 1.0
+        delta: float = 0.05
+        R: float = 0.5
+        variant: Variant = "arl-c-n"
+        alpha: float = 0.99  # ARL weight
+        latent: int = 0  # 0: the task's default embedding size
+        vae_epochs: int = 20
+        obf_epochs: int = 30
+        n_calib: int = 60
+        r_max: float = 0.0  # 0: the default
+        time_limit: float = 0.0  # seconds per MILP, 0: no clock
+        node_limit: int = 5000
+        split_boxes: int = 200  # 0: MILP only
+        solver: str = "highs"  # bench.certify.milp.SOLVERS
+        finetune_epochs: int = 5
+        sensitivity: Sensitivity = "l1"
+        lipschitz_method: Literal["milp", "auto"] = "auto"
+        recipe: Recipe = "bench"
+
+    p: Params
 
     def check_params(self) -> None:
-        p = self.params
-        check_privacy_params(float(p["eps"]), float(p["delta"]), float(p["R"]))
-        if p["variant"] not in VARIANTS:
-            raise ConfigError(f"posthoc-ptr: variant must be one of {', '.join(VARIANTS)}")
-        milp_layer.check_solver(str(p["solver"]), "posthoc-ptr")
-        if not 0 <= float(p["alpha"]) < 1:
+        p = self.p
+        check_privacy_params(p.eps, p.delta, p.R)
+        milp_layer.check_solver(p.solver, "posthoc-ptr")
+        if not p.alpha < 1:
             raise ConfigError("posthoc-ptr: alpha (ARL weight) must lie in [0, 1)")
-        if not (isinstance(p["time_limit"], int | float) and p["time_limit"] >= 0):
-            raise ConfigError(
-                "posthoc-ptr: time_limit must be a number of seconds >= 0 (0: no clock)"
-            )
         for key in ("vae_epochs", "obf_epochs", "n_calib", "node_limit"):
-            if not (isinstance(p[key], int) and p[key] >= 1):
+            if getattr(p, key) < 1:
                 raise ConfigError(f"posthoc-ptr: {key} must be a positive integer")
-        if not (isinstance(p["split_boxes"], int) and p["split_boxes"] >= 0):
-            raise ConfigError("posthoc-ptr: split_boxes must be an integer >= 0 (0: MILP only)")
-        if float(p["r_max"]) and float(p["r_max"]) <= float(p["R"]):
+        if p.r_max and p.r_max <= p.R:
             raise ConfigError("posthoc-ptr: r_max must exceed R (or be 0 for the default)")
-        for key, choices in (
-            ("sensitivity", tuple(SENSITIVITIES)),
-            ("lipschitz_method", ("milp", "auto")),
-            ("recipe", RECIPES),
-        ):
-            if p[key] not in choices:
-                raise ConfigError(f"posthoc-ptr: {key} must be one of {', '.join(choices)}")
 
     @property
     def out_norm(self) -> OutNorm:
         """The output norm of every local Lipschitz constant PTR computes (SENSITIVITIES)."""
-        return SENSITIVITIES[str(self.params["sensitivity"])]
+        return SENSITIVITIES[self.p.sensitivity]
 
     # ------------------------------------------------------------------ fit
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
-        p = self.params
+        p = self.p
         self.task, self.ctx, self.device = task, ctx, ctx.device
-        eps, delta, radius = float(p["eps"]), float(p["delta"]), float(p["R"])
-        latent = int(p["latent"]) or default_latent(task)
-        self.vae = fit_embedder(task, ctx, latent, int(p["vae_epochs"]))
+        eps, delta, radius = p.eps, p.delta, p.R
+        latent = p.latent or default_latent(task)
+        self.vae = fit_embedder(task, ctx, latent, p.vae_epochs)
         train = splits.train
         with torch.no_grad():
             z_train = self.vae(to_device(train.x, self.device))
@@ -231,11 +221,11 @@ class PosthocPTR(Mechanism):
             "data": task.data_fingerprint(),
             "seed": ctx.seed,
             "latent": latent,
-            "vae_epochs": p["vae_epochs"],
-            "variant": p["variant"],
-            "alpha": p["alpha"],
-            "obf_epochs": p["obf_epochs"],
-            "recipe": p["recipe"],
+            "vae_epochs": p.vae_epochs,
+            "variant": p.variant,
+            "alpha": p.alpha,
+            "obf_epochs": p.obf_epochs,
+            "recipe": p.recipe,
             "code": code_digest("mechanisms.posthoc.models"),
         }
 
@@ -246,20 +236,20 @@ class PosthocPTR(Mechanism):
                     train.x,
                     train.y,
                     task.num_classes,
-                    str(p["variant"]),
-                    int(p["obf_epochs"]),
+                    p.variant,
+                    p.obf_epochs,
                     ctx.generator("posthoc-obf"),
-                    alpha=float(p["alpha"]),
+                    alpha=p.alpha,
                     device=ctx.device,
-                    recipe=str(p["recipe"]),
-                    z_std=self._posterior_std(train.x) if p["recipe"] == "reference-code" else None,
+                    recipe=p.recipe,
+                    z_std=self._posterior_std(train.x) if p.recipe == "reference-code" else None,
                 )
             return {"f": f.state_dict(), "h": h.state_dict(), "out_dim": 8}
 
         nets = ctx.cache.get_or_build(
             {"artifact": "posthoc-obfuscator", **self.model_key}, build_obf
         )
-        hidden = REFERENCE_HIDDEN if p["recipe"] == "reference-code" else (8, 8)
+        hidden = REFERENCE_HIDDEN if p.recipe == "reference-code" else (8, 8)
         self.f = obfuscator(latent, hidden, 8)
         self.f.load_state_dict(nets["f"])
         self.f.to(self.device).eval()
@@ -274,19 +264,19 @@ class PosthocPTR(Mechanism):
                 "artifact": "posthoc-deltap",
                 **self.model_key,
                 "R": radius,
-                "n_calib": p["n_calib"],
+                "n_calib": p.n_calib,
                 "certify_code": code_digest(*_CODE),
-                "solver": p["solver"],
-                "time_limit": p["time_limit"],
-                "node_limit": p["node_limit"],
-                "sensitivity": p["sensitivity"],
-                "lipschitz_method": p["lipschitz_method"],
+                "solver": p.solver,
+                "time_limit": p.time_limit,
+                "node_limit": p.node_limit,
+                "sensitivity": p.sensitivity,
+                "lipschitz_method": p.lipschitz_method,
             },
-            lambda: self._calibrate(to_cpu(z_train[: int(p["n_calib"])]), radius),
+            lambda: self._calibrate(to_cpu(z_train[: p.n_calib]), radius),
         )
         self.calibration = calib
         self.delta_p = float(calib["delta_p"])
-        r_max = float(p["r_max"]) or default_r_max(eps, delta, radius)
+        r_max = p.r_max or default_r_max(eps, delta, radius)
         self.cfg = PTRConfig(
             eps,
             delta,
@@ -294,11 +284,11 @@ class PosthocPTR(Mechanism):
             self.delta_p,
             r_max,
             time_limit=self.clock(),
-            solver=str(p["solver"]),
-            node_limit=int(p["node_limit"]),
-            split_boxes=int(p["split_boxes"]),
+            solver=p.solver,
+            node_limit=p.node_limit,
+            split_boxes=p.split_boxes,
             out_norm=self.out_norm,
-            method="auto" if p["lipschitz_method"] == "auto" else "milp",
+            method="auto" if p.lipschitz_method == "auto" else "milp",
         )
         self.region = self._region(z_train)
         self.scale = release_scale(self.delta_p, eps, radius)
@@ -309,7 +299,7 @@ class PosthocPTR(Mechanism):
             out_train,
             train.y,
             self.scale,
-            int(p["finetune_epochs"]),
+            p.finetune_epochs,
             ctx.generator("posthoc-finetune"),
         )
         self._certifiers: dict[bytes, Certifier] = {}
@@ -338,7 +328,7 @@ class PosthocPTR(Mechanism):
         """The wall-clock limit per Lipschitz search, None by default (`time_limit` 0): then
         every search stops on its node budget alone, so DeltaP, the region certificate and
         each PTR decision are the same on every machine, whatever its speed or load."""
-        return float(self.params["time_limit"]) or None
+        return self.p.time_limit or None
 
     def _calibrate(self, z: torch.Tensor, radius: float) -> dict[str, Any]:
         """Exact local Lipschitz constants (certified upper bounds) at training embeddings."""
@@ -350,9 +340,9 @@ class PosthocPTR(Mechanism):
                 radius,
                 self.out_norm,
                 time_limit=self.clock(),
-                solver=str(self.params["solver"]),
-                node_limit=int(self.params["node_limit"]),
-                method="auto" if self.params["lipschitz_method"] == "auto" else "milp",
+                solver=self.p.solver,
+                node_limit=self.p.node_limit,
+                method="auto" if self.p.lipschitz_method == "auto" else "milp",
             )
             values.append(res.upper)
             exact.append(res.exact)
@@ -402,7 +392,7 @@ class PosthocPTR(Mechanism):
 
     @torch.no_grad()
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
-        eps, radius = float(self.params["eps"]), float(self.params["R"])
+        eps, radius = self.p.eps, self.p.R
         z = self.vae(to_device(x, self.device))
         out = self.f(z)
         # 3. Test (Lemma 4.3): draw Z ~ Lap(R / eps), then one certified decision decides
@@ -438,13 +428,13 @@ class PosthocPTR(Mechanism):
     def guarantee(self) -> Guarantee:
         """Theorem 4.4's (2 eps, delta/2, R) claim; under the reference code's sensitivity the
         same numbers carry `not_private` with the reason (the reports never rank such rows)."""
-        p = self.params
+        p = self.p
         claim: dict[str, Any] = {
-            "eps": 2 * float(p["eps"]),
-            "delta": float(p["delta"]) / 2,
-            "radius": float(p["R"]),
+            "eps": 2 * p.eps,
+            "delta": p.delta / 2,
+            "radius": p.R,
         }
-        if p["sensitivity"] != "l1":
+        if p.sensitivity != "l1":
             claim["not_private"] = NOT_PRIVATE
         return Guarantee("reconstruction", claim, "linf/embedding")
 
@@ -491,22 +481,30 @@ class LDPEmbedding(Mechanism):
     name = "ldp-embedding"
     paper = "https://papers.nips.cc/paper_files/paper/2023/hash/5433b79562b9fa85bd5da0c95a78c907-Abstract-Conference.html"
     modalities = frozenset({"image"})
-    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "latent": 0, "vae_epochs": 20, "epochs": 10}
+
+    @dataclass(frozen=True)
+    class Params:
+        eps: float = 1.0
+        latent: int = 0  # 0: the task's default embedding size
+        vae_epochs: int = 20
+        epochs: int = 10  # of the classifier on noisy embeddings
+
+    p: Params
 
     def check_params(self) -> None:
-        check_privacy_params(float(self.params["eps"]))
+        check_privacy_params(self.p.eps)
 
     def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
-        p = self.params
+        p = self.p
         self.device = ctx.device
-        latent = int(p["latent"]) or default_latent(task)
-        vae = fit_embedder(task, ctx, latent, int(p["vae_epochs"]))
+        latent = p.latent or default_latent(task)
+        vae = fit_embedder(task, ctx, latent, p.vae_epochs)
         train_x = to_device(splits.train.x, self.device)
         with torch.no_grad():
             z = vae(train_x)
         self.embed = _ClippedEmbedder(vae, z.min(0).values, z.max(0).values).eval()
         self.l1_sensitivity = float((z.max(0).values - z.min(0).values).sum())
-        self._noise = NoiseModel("laplace", laplace_scale(float(p["eps"]), self.l1_sensitivity))
+        self._noise = NoiseModel("laplace", laplace_scale(p.eps, self.l1_sensitivity))
         with seeded_init(ctx.seed, "ldp-embedding-clf"):
             self.h = classifier(latent, task.num_classes).to(self.device)
         with torch.no_grad():
@@ -516,7 +514,7 @@ class LDPEmbedding(Mechanism):
             zc,
             splits.train.y,
             self._noise.scale,
-            int(p["epochs"]),
+            p.epochs,
             ctx.generator("ldp-embedding-clf"),
         )
 
@@ -530,7 +528,7 @@ class LDPEmbedding(Mechanism):
         return to_cpu(self.h(to_device(release.values.float(), self.device)))
 
     def guarantee(self) -> Guarantee:
-        return Guarantee("ldp", {"eps": float(self.params["eps"])}, "any pair of inputs")
+        return Guarantee("ldp", {"eps": self.p.eps}, "any pair of inputs")
 
     def encoder(self) -> nn.Module:
         return self.embed

@@ -20,6 +20,7 @@ the embedding z instead of f's output, so that it adds nothing to f's gradient.
 from __future__ import annotations
 
 import math
+from typing import Literal, get_args
 
 import torch
 from torch import nn
@@ -28,12 +29,14 @@ from torch.nn import functional as F
 from bench.device import CPU, module_device, rand, randn, to_device
 from bench.errors import ConfigError
 
-VARIANTS = ("encoder", "arl", "c", "n", "arl-c", "arl-n", "c-n", "arl-c-n")
+Variant = Literal["encoder", "arl", "c", "n", "arl-c", "arl-n", "c-n", "arl-c-n"]
+VARIANTS: tuple[str, ...] = get_args(Variant)
 BETA = 5.0
 CONTRASTIVE_MARGIN = 25.0
 CONTRASTIVE_LAMBDA = 1.0
 NOISE_SIGMA = 0.01
-RECIPES = ("bench", "reference-code")
+Recipe = Literal["bench", "reference-code"]
+RECIPES: tuple[str, ...] = get_args(Recipe)
 REFERENCE_HIDDEN = (10,)  # the public code's obfuscator [in, 10, out]
 REFERENCE_LR = 1e-4  # its Adam step for the obfuscator and the classifier
 

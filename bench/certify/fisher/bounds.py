@@ -1,11 +1,11 @@
-"""Reconstruction-MSE lower bounds from Fisher information (dFIL seed paper) and the checks
-that compare an attack's errors with them.
+"""Reconstruction-MSE lower bounds from Fisher information (dFIL paper, Maeng et al. 2023) and
+the checks that compare an attack's errors with them.
 
-- Cramer-Rao (seed paper Eq. 3; Kay 1993, Thm 3.2): for an attack unbiased at x,
+- Cramer-Rao (dFIL paper Eq. 3; Kay 1993, Thm 3.2): for an attack unbiased at x,
   E_noise ||x_hat - x||^2 / d >= d / Tr(I(x)) = 1 / dFIL(x).
-- van Trees (seed paper Corollary 1, from Gill & Levit 1995, Thm 1): for ANY attack,
+- van Trees (dFIL paper Corollary 1, from Gill & Levit 1995, Thm 1): for ANY attack,
   E_pi E_noise ||x_hat - x||^2 / d >= 1 / (E_pi[dFIL(x)] + Tr(J(f_pi)) / d).
-- RDP (seed paper App. A.5, Eq. 7, from Guo et al. 2022): a (2, eps)-RDP encoder gives an
+- RDP (dFIL paper App. A.5, Eq. 7, from Guo et al. 2022): a (2, eps)-RDP encoder gives an
   unbiased attack E||x_hat - x||^2 / d >= (sum_i diam_i^2 / (4d)) / (e^eps - 1).
 
 Both Fisher bounds are expectations over the noise (and, for van Trees, over the data), so a

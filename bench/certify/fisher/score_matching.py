@@ -1,7 +1,7 @@
 """The prior term of the van Trees bound, Tr(J(f_pi)) / d with J(f_pi) = E[grad log f_pi
-grad log f_pi^T] (dFIL seed paper, Corollary 1): exact for Gaussian data, otherwise estimated
+grad log f_pi^T] (dFIL paper, Corollary 1): exact for Gaussian data, otherwise estimated
 by sliced score matching (Song et al. 2019) on data smoothed by N(0, s^2), s = 0.25 by default
-(seed paper App. A.1: smoothing stabilises score matching on low-dimensional image manifolds;
+(dFIL paper App. A.1: smoothing stabilises score matching on low-dimensional image manifolds;
 0.01 is too little and the bound breaks).
 
 Sliced score matching with variance reduction (SSM-VR, Song et al. 2019, Eq. 8) fits a score

@@ -1,4 +1,4 @@
-"""Fisher information leakage of an encoder with additive Gaussian noise (dFIL seed paper, Sec.
+"""Fisher information leakage of an encoder with additive Gaussian noise (dFIL paper, Sec.
 3.1): for e = Enc(x) + N(0, sigma^2 I) the Fisher information matrix is J^T J / sigma^2 (Eq. 5,
 Hannun et al. 2021), so dFIL(x) = Tr(J^T J) / (sigma^2 d) with d the input dimension.
 
@@ -219,7 +219,7 @@ def hutchinson_trace(
 
 
 def dfil(trace: torch.Tensor, sigma: float, input_dim: int) -> torch.Tensor:
-    """dFIL(x) = Tr(J^T J) / (sigma^2 d) (seed paper Eqs. 4-5)."""
+    """dFIL(x) = Tr(J^T J) / (sigma^2 d) (dFIL paper Eqs. 4-5)."""
     if not (sigma > 0 and math.isfinite(sigma)):
         raise ValueError(f"sigma must be positive and finite, got {sigma}")
     return trace / (sigma**2 * input_dim)

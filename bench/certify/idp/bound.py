@@ -1,4 +1,4 @@
-"""The iDP decision bound (iDP-DB) of LUCID (seed 003, Sec. 5-6), computed soundly.
+"""The iDP decision bound (iDP-DB) of LUCID (2025 paper, Sec. 5-6), computed soundly.
 
 For class c, DB_c bounds from above the confidence of N (its c-logit minus its best other
 logit) over every input of the domain on which some leave-one-out network N_i does not
