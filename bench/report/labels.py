@@ -9,6 +9,7 @@ from typing import Any
 from bench.hashing import canonical_json
 from bench.metrics import METRICS
 from bench.mia_metrics import SPECS as _MIA_SPECS  # registers the membership metrics
+from bench.report.families import privacy_levels
 
 _NOTION_WORDS = {
     "ldp": "LDP",
@@ -179,14 +180,12 @@ def _worst_case(config_rows: list[dict[str, Any]], metric: str = "mse") -> dict[
     return worst["metrics"].get(metric) if worst else None
 
 
-PRIVACY_PARAMS = (("eps", "ε"), ("inv_dfil", "1/dFIL"))  # a setting's privacy knob, if any
-
-
 def privacy_label(params: dict[str, Any]) -> str:
-    """The privacy parameter of a setting in short form ("ε=2", "1/dFIL=10"), else ""."""
-    for key, symbol in PRIVACY_PARAMS:
-        if key in params:
-            return f"{symbol}={_fmt_short(params[key])}"
+    """The privacy parameter of a setting in short form ("ε=2", "1/dFIL=10": the levels
+    families declare, bench.report.families), else ""."""
+    for level in privacy_levels():
+        if level.param in params:
+            return f"{level.symbol}={_fmt_short(params[level.param])}"
     return ""
 
 

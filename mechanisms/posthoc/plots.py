@@ -161,10 +161,18 @@ def ssim_vs_radius_png(task: str, panels: dict[RadiusKey, list[dict[str, Any]]])
     )
 
 
+def write_lipschitz_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """Write plots/<task>_lipschitz_vs_alpha.png under `out_dir` for rows sweeping the ARL
+    weight; returns the paths written."""
+    return write_task_plots(out_dir, SUFFIX, _panels(rows), lipschitz_vs_alpha_png)
+
+
+def write_ssim_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """Write plots/<task>_ssim_vs_radius.png under `out_dir` for attack rows at >= 2 radii;
+    returns the paths written."""
+    return write_task_plots(out_dir, SSIM_SUFFIX, _radius_panels(rows), ssim_vs_radius_png)
+
+
 def write_posthoc_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """Write plots/<task>_lipschitz_vs_alpha.png (rows sweeping the ARL weight) and
-    plots/<task>_ssim_vs_radius.png (attack rows at >= 2 radii) under `out_dir`; returns
-    the paths written (none for a suite without either sweep)."""
-    return write_task_plots(
-        out_dir, SUFFIX, _panels(rows), lipschitz_vs_alpha_png
-    ) + write_task_plots(out_dir, SSIM_SUFFIX, _radius_panels(rows), ssim_vs_radius_png)
+    """Both sweeps' plots under `out_dir`; the paths written (none without either sweep)."""
+    return write_lipschitz_plots(rows, out_dir) + write_ssim_plots(rows, out_dir)
