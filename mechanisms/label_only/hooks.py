@@ -4,7 +4,7 @@ over the leave-one-out networks (bench.certify.audit.label_only)."""
 from __future__ import annotations
 
 from bench.certify.audit.label_only import audit_label_only, claims_idp
-from bench.certify.audit.registry import register_audit
+from bench.hooks import register_audit
 from mechanisms.label_only.lucid import LeaveOneOutAccess
 
 register_audit(LeaveOneOutAccess, audit_label_only, claims_idp)

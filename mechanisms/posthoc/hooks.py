@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.certify.audit.ptr import audit_ptr, claims_embedding_distance
-from bench.certify.audit.registry import register_audit
-from bench.report.families import BoardPlot, register_board_plot
+from bench.hooks import BoardPlot, register_audit, register_board_plot
 from mechanisms.posthoc.mechanism import PosthocPTR
 
 register_audit(PosthocPTR, audit_ptr, claims_embedding_distance)
