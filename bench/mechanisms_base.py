@@ -1,7 +1,7 @@
 """The classes a mechanism or attack is written against (a public module, for in-tree
 families and plug-ins alike): the protocols, the input-space base, the data containers, the
-task's trained utility model and the registration decorators. A plug-in imports from here, bench.accounting and bench.hooks,
-never from a family package under mechanisms/."""
+task's trained utility model and the registration decorators. A plug-in imports from here,
+bench.accounting and bench.hooks, never from a family package under mechanisms/."""
 
 from __future__ import annotations
 
