@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench import __version__, validation
+from bench import __version__, waivers
 from bench.data.locations import cache_dir
 from bench.device import jobs_device
-from bench.errors import BenchError, JobsFailedError, UnknownNameError
+from bench.errors import JobsFailedError, UnknownNameError
 from bench.executors import Executor
 from bench.hashing import digest, files_digest
 from bench.jobs import Job, expand
@@ -36,7 +36,7 @@ from bench.runner import RunSummary, run_jobs
 from bench.store import ResultStore
 from bench.store_guard import open_store
 from bench.suite import Suite, load_suite, make_task
-from bench.validation import attach_expected_failures, expected_failures_of
+from bench.waivers import attach_expected_failures, waivers_of
 
 
 def expand_suite(
@@ -116,7 +116,7 @@ def board_inputs(suite: Suite, jobs: list[Job], store: ResultStore) -> str:
     device its provenance records, when the store wrote it (a store's results under a hash
     never change; another store's differ in these times), the mechanisms' paper links and
     waived checks, and the code that turns results into files (bench.report, this module,
-    bench.validation). Equal digests mean byte-identical files."""
+    bench.waivers). Equal digests mean byte-identical files."""
     hashes = sorted({j.hash for j in jobs})
     mechanisms = sorted({j.mechanism for j in jobs})
     return digest(
@@ -124,8 +124,8 @@ def board_inputs(suite: Suite, jobs: list[Job], store: ResultStore) -> str:
             "suite": [suite.name, suite.version, __version__],
             "jobs": sorted({(j.hash, j.threads, j.device) for j in jobs}),
             "stored": store.created_times(hashes),
-            "links": {m: [_links_of(m), _waivers_of(m)] for m in mechanisms},
-            "code": [report_digest(), files_digest([Path(__file__), Path(validation.__file__)])],
+            "links": {m: [_links_of(m), waivers_of(m)] for m in mechanisms},
+            "code": [report_digest(), files_digest([Path(__file__), Path(waivers.__file__)])],
         }
     )
 
@@ -139,14 +139,6 @@ def _links_of(mechanism: str) -> tuple[str | None, str | None]:
         return None, None
     family = sys.modules.get(cls.__module__.rsplit(".", 1)[0])
     return cls.paper or None, getattr(family, "DOC_PAGE", None) or None
-
-
-def _waivers_of(mechanism: str) -> dict[str, str]:
-    """The contract checks a mechanism declares it fails (bench.validation), {} if none."""
-    try:
-        return expected_failures_of(MECHANISMS.get(mechanism))
-    except BenchError:
-        return {}
 
 
 def attach_papers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

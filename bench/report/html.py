@@ -23,11 +23,11 @@ from bench.report.frontier import chance_levels, frontier_png, frontier_points
 from bench.report.labels import (
     WORST_CASE,
     _params_text,
-    _rows_by_task,
-    _safe_name,
     attack_labels,
     describe_guarantee,
     mechanism_colours,
+    rows_by_task,
+    safe_name,
     utility_metric_of,
 )
 from bench.report.overview import task_overview
@@ -143,7 +143,7 @@ CAPTIONS = {
 
 def _plot_suffix(task: str, name: str) -> str:
     """What follows plots/<task> in a plot's file name ("" for the task's main scatter)."""
-    return name[len(_safe_name(task)) :].removesuffix(".png").lstrip("_")
+    return name[len(safe_name(task)) :].removesuffix(".png").lstrip("_")
 
 
 def _task_plots(
@@ -152,7 +152,7 @@ def _task_plots(
     """The PNGs under plots/ that belong to `task` (plots/<task>.png, plots/<task>_*.png);
     `family` maps the suffixes of the board's family plots to their declarations."""
     family = family or {}
-    stem = _safe_name(task)
+    stem = safe_name(task)
     files = sorted(
         p.name
         for p in (out_dir / "plots").glob(f"{stem}*.png")
@@ -182,14 +182,14 @@ def write_frontier_plots(
     """plots/<task>_frontier.png per task that has utility and worst-case rows; returns the
     frontier of each task for the page. `utility_metrics` maps task -> utility metric."""
     frontiers: dict[str, dict[str, Any]] = {}
-    for task, task_rows in _rows_by_task(rows).items():
+    for task, task_rows in rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         score, points = frontier_points(task_rows, utility)
         if not points or utility is None or score is None:
-            stale = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
+            stale = out_dir / "plots" / f"{safe_name(task)}_frontier.png"
             stale.unlink(missing_ok=True)
             continue
-        path = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
+        path = out_dir / "plots" / f"{safe_name(task)}_frontier.png"
         png = frontier_png(
             task,
             points,
@@ -291,5 +291,5 @@ def write_index_html(
     html = render_index_html(doc, frontiers, plots, utility_metrics, reproductions, inputs_digest)
     index = out_dir / "index.html"
     atomic_write(index, html.encode("utf-8"))
-    frontier_files = [out_dir / "plots" / f"{_safe_name(t)}_frontier.png" for t in frontiers]
+    frontier_files = [out_dir / "plots" / f"{safe_name(t)}_frontier.png" for t in frontiers]
     return [*frontier_files, index]

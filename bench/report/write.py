@@ -17,10 +17,10 @@ from bench.report.families import load_families, write_board_plots
 from bench.report.formats import _atomic_write_text, leaderboard_csv, leaderboard_json
 from bench.report.html import inputs_stamp, report_stamp, write_index_html
 from bench.report.labels import (
-    _rows_by_task,
-    _safe_name,
     flag_rows,
     row_sort_key,
+    rows_by_task,
+    safe_name,
     utility_metric_of,
 )
 from bench.report.markdown import SENTENCES_HEADING, SentenceExample, leaderboard_markdown
@@ -80,18 +80,18 @@ def write_leaderboard(
         ),
     ]
     written += _write_reproductions(out_dir, reproductions)
-    for task, task_rows in _rows_by_task(rows).items():
+    for task, task_rows in rows_by_task(rows).items():
         if all(r["attack"] is None for r in task_rows):
             continue  # utility against attack MSE: nothing to plot without an attack
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         png = privacy_utility_png(task, task_rows, utility)
         if png is not None:  # no empty plot: the page says nothing instead
-            path = out_dir / "plots" / f"{_safe_name(task)}.png"
+            path = out_dir / "plots" / f"{safe_name(task)}.png"
             atomic_write(path, png)
             written.append(path)
     for task, entries in sorted((examples or {}).items()):
         if entries:
-            path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
+            path = out_dir / "plots" / f"{safe_name(task)}_reconstructions.png"
             atomic_write(path, reconstruction_grid_png(task, entries))
             written.append(path)
     written += _write_paper_plots(rows, out_dir)
@@ -213,7 +213,7 @@ def _prepared(
 ) -> list[dict[str, Any]]:
     """Rows in leaderboard order with the at-chance flags set: what every file shows."""
     rows = sorted(rows, key=row_sort_key)
-    for task, task_rows in _rows_by_task(rows).items():
+    for task, task_rows in rows_by_task(rows).items():
         flag_rows(task_rows, (utility_metrics or {}).get(task) or utility_metric_of(task_rows))
     return rows
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE, _label_of, attack_labels
+from bench.report.labels import WORST_CASE, attack_label_of, attack_labels
 from bench.report.plots import panel_figure, values_and_errors, varying_text, write_task_plots
 
 METRIC = "local_lipschitz"
@@ -113,7 +113,7 @@ def _radius_panels(rows: list[dict[str, Any]]) -> dict[str, dict[RadiusKey, list
             or "ssim" not in row.get("metrics", {})
         ):
             continue
-        label = WORST_CASE if attack == WORST_CASE else _label_of(row, labels)
+        label = WORST_CASE if attack == WORST_CASE else attack_label_of(row, labels)
         fixed = {k: v for k, v in params.items() if k not in (RADIUS, "eps")}
         out[row["task"]][(label, canonical_json(fixed))].append(row)
     return {
