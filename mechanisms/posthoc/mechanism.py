@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from bench.accounting import check_privacy_params, laplace_scale
 from bench.certify import milp as milp_layer  # a module value: the job hash covers it
 from bench.certify.lipschitz.local import OutNorm, ReluMLP, local_lipschitz
 from bench.codeversion import code_digest
@@ -24,7 +25,6 @@ from bench.metrics import MetricSpec, register_metric
 from bench.metrics.stats import scalar, summarize
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms.noise.calibration import check_privacy_params, laplace_scale
 from mechanisms.posthoc.decisions import (
     as_decisions,
     decide_queries,
