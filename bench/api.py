@@ -1,22 +1,25 @@
-"""The small public API: expand a suite, run it, write its leaderboard.
+"""The small public API, the one path `bench run` and the tests take: plan a suite (its
+jobs, listed once), run the pending ones, publish its leaderboard.
 
-from bench.api import run_suite
+from bench.api import plan, publish, run, run_suite
 run_suite("smoke")            # same as `bench run --suite smoke`
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from bench import __version__, validation
+from bench import __version__, waivers
 from bench.data.locations import cache_dir
 from bench.device import jobs_device
-from bench.errors import BenchError, JobsFailedError, UnknownNameError
+from bench.errors import ConfigError, JobsFailedError, UnknownNameError
 from bench.executors import Executor
 from bench.hashing import digest, files_digest
 from bench.jobs import Job, expand
@@ -32,15 +35,15 @@ from bench.report.write import (
     shows_inputs,
     write_leaderboard,
 )
-from bench.runner import RunSummary, run_jobs
+from bench.runner import FailedJob, RunSummary, run_jobs
 from bench.store import ResultStore
 from bench.store_guard import open_store
-from bench.suite import Suite, load_suite, make_task
-from bench.validation import attach_expected_failures, expected_failures_of
+from bench.suite import Suite, SuiteSource, load_suite, make_task, selects
+from bench.waivers import attach_expected_failures, waivers_of
 
 
 def expand_suite(
-    name_or_path: str,
+    name_or_path: str | SuiteSource,
     seeds: int | None = None,
     device: str | None = None,
     *,
@@ -116,7 +119,7 @@ def board_inputs(suite: Suite, jobs: list[Job], store: ResultStore) -> str:
     device its provenance records, when the store wrote it (a store's results under a hash
     never change; another store's differ in these times), the mechanisms' paper links and
     waived checks, and the code that turns results into files (bench.report, this module,
-    bench.validation). Equal digests mean byte-identical files."""
+    bench.waivers). Equal digests mean byte-identical files."""
     hashes = sorted({j.hash for j in jobs})
     mechanisms = sorted({j.mechanism for j in jobs})
     return digest(
@@ -124,8 +127,8 @@ def board_inputs(suite: Suite, jobs: list[Job], store: ResultStore) -> str:
             "suite": [suite.name, suite.version, __version__],
             "jobs": sorted({(j.hash, j.threads, j.device) for j in jobs}),
             "stored": store.created_times(hashes),
-            "links": {m: [_links_of(m), _waivers_of(m)] for m in mechanisms},
-            "code": [report_digest(), files_digest([Path(__file__), Path(validation.__file__)])],
+            "links": {m: [_links_of(m), waivers_of(m)] for m in mechanisms},
+            "code": [report_digest(), files_digest([Path(__file__), Path(waivers.__file__)])],
         }
     )
 
@@ -139,14 +142,6 @@ def _links_of(mechanism: str) -> tuple[str | None, str | None]:
         return None, None
     family = sys.modules.get(cls.__module__.rsplit(".", 1)[0])
     return cls.paper or None, getattr(family, "DOC_PAGE", None) or None
-
-
-def _waivers_of(mechanism: str) -> dict[str, str]:
-    """The contract checks a mechanism declares it fails (bench.validation), {} if none."""
-    try:
-        return expected_failures_of(MECHANISMS.get(mechanism))
-    except BenchError:
-        return {}
 
 
 def attach_papers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -210,6 +205,82 @@ def sentence_examples(jobs: list[Job], store: ResultStore) -> dict[str, list[Sen
     return out
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """A suite and its jobs: all of them (its leaderboard needs every one) and the ones a
+    run with filters selects."""
+
+    suite: Suite
+    jobs: list[Job]
+    selected: list[Job]
+
+
+def plan(
+    suite: str | SuiteSource,
+    *,
+    seeds: int | None = None,
+    device: str | None = None,
+    check_device: bool = True,
+    task: str | None = None,
+    mechanism: str | None = None,
+    attack: str | None = None,
+) -> RunPlan:
+    """The jobs of a suite (`expand_suite`) and those the filters keep (an attack filter
+    keeps the utility jobs its rows need); a filter naming nothing in the suite is a
+    one-line ConfigError."""
+    loaded, jobs = expand_suite(suite, seeds=seeds, device=device, check_device=check_device)
+    for kind, value in (("task", task), ("mechanism", mechanism), ("attack", attack)):
+        if value is not None and not any(getattr(j, kind) == value for j in jobs):
+            raise ConfigError(f"suite {loaded.name} has no {kind} '{value}'")
+    selected = [
+        j for j in jobs if selects((j.task, j.mechanism, j.attack), task, mechanism, attack)
+    ]
+    return RunPlan(loaded, jobs, selected)
+
+
+def run(
+    planned: RunPlan,
+    store: ResultStore,
+    cache_root: Path,
+    *,
+    executor: Executor | None = None,
+    progress: bool = False,
+    lease_timeout: float | None = None,
+    on_failure: Callable[[FailedJob], None] | None = None,
+    max_failures: int | None = None,
+) -> RunSummary:
+    """Run the plan's selected jobs that `store` lacks (bench.runner.run_jobs)."""
+    return run_jobs(
+        planned.selected,
+        store,
+        cache_root,
+        executor=executor,
+        progress=progress,
+        lease_timeout=lease_timeout,
+        on_failure=on_failure,
+        max_failures=max_failures,
+    )
+
+
+def stored_count(planned: RunPlan, store: ResultStore) -> tuple[int, int]:
+    """(jobs of the suite stored, jobs of the suite), each job counted once."""
+    unique = list(dict.fromkeys(j.hash for j in planned.jobs))
+    return len(store.stored_hashes(unique)), len(unique)
+
+
+def publish(
+    planned: RunPlan, store: ResultStore, out_dir: Path, *, only_if_stale: bool = False
+) -> list[Path] | None:
+    """Write the suite's leaderboard (`write_suite_leaderboard`) once every job of the suite
+    is stored; None while some are not (a filtered run)."""
+    stored, total = stored_count(planned, store)
+    if stored < total:
+        return None
+    return write_suite_leaderboard(
+        planned.suite, planned.jobs, store, out_dir, only_if_stale=only_if_stale
+    )
+
+
 def run_suite(
     name_or_path: str,
     *,
@@ -220,23 +291,21 @@ def run_suite(
     progress: bool = False,
     device: str | None = None,
 ) -> tuple[RunSummary, list[Path]]:
-    """Run every pending job of a suite on `device` (bench.device; default: the suite's, else
-    the CPU) and write its leaderboard. JobsFailedError when a job raised: the other jobs
-    are stored, and running it again runs only the failed ones (their tracebacks:
-    `ResultStore.failures`)."""
-    suite, jobs = expand_suite(name_or_path, seeds=seeds, device=device)
+    """Plan, run and publish a suite on `device` (bench.device; default: the suite's, else
+    the CPU). JobsFailedError when a job raised: the other jobs are stored, and running it
+    again runs only the failed ones (their tracebacks: `ResultStore.failures`)."""
+    planned = plan(name_or_path, seeds=seeds, device=device)
     store = open_store(store_path)
     try:
-        summary = run_jobs(jobs, store, cache_dir(store_path), executor=executor, progress=progress)
+        summary = run(planned, store, cache_dir(store_path), executor=executor, progress=progress)
         if summary.failed:
             raise JobsFailedError(
-                f"{len(summary.failed)} jobs of suite {suite.name} failed, leaderboard not "
-                f"written; first: {summary.failed[0].line()}; tracebacks: "
+                f"{len(summary.failed)} jobs of suite {planned.suite.name} failed, leaderboard "
+                f"not written; first: {summary.failed[0].line()}; tracebacks: "
                 f"bench failures --store {store_path}"
             )
-        paths = write_suite_leaderboard(
-            suite, jobs, store, out_dir or Path("leaderboards") / suite.name
-        )
+        out = out_dir or Path("leaderboards") / planned.suite.name
+        paths = publish(planned, store, out) or []
     finally:
         store.close()
     return summary, paths

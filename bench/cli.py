@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -29,10 +30,12 @@ from bench.preflight import (
 )
 
 if TYPE_CHECKING:
+    from bench.api import RunPlan
+    from bench.executors import Executor
     from bench.jobs import Job
     from bench.runner import FailedJob
     from bench.store import ResultStore
-    from bench.suite import Suite
+    from bench.suite import Suite, SuiteSource
 
 app = typer.Typer(
     help="Benchmark and attack-evaluation suite for inference-time privacy mechanisms.",
@@ -193,74 +196,105 @@ def run(
         from bench.store_guard import check_store
 
         check_store(store)  # another schema: refused before the suite is expanded
-    from bench.plan_cache import plan_key, warm_rerun
-    from bench.suite import selects
-
-    # Taken before the jobs are listed, from the inputs they are listed from.
-    planned = not dry_run and executor == "local" and device in (None, "cpu")
-    key = plan_key(suite, seeds, device) if planned else None
-    if key is not None:
-        lines = warm_rerun(
-            key,
-            task=task,
-            mechanism=mechanism,
-            attack=attack,
-            store=store,
-            out=out,
-        )
-        if lines is not None:  # nothing to do, known without importing torch
-            for line in lines:
-                typer.echo(line)
-            return
-
-    from bench.api import expand_suite, write_suite_leaderboard
+    source = _suite_source(suite)  # read and parsed once (None: the plan says why not)
+    # A plan of a local CPU run, keyed before the jobs are listed, from what they are listed from.
+    cached = not dry_run and executor == "local" and device in (None, "cpu") and source
+    key = _plan_key(source, seeds, device) if cached else None
+    filters = {"task": task, "mechanism": mechanism, "attack": attack}
+    if key is not None and _warm_rerun(key, store, out, filters):
+        return  # nothing to do, known without importing torch
+    from bench import api
     from bench.executors import make_executor
-    from bench.runner import lease_timeout_s, run_jobs
-    from bench.store_guard import open_store
 
     runner = make_executor(executor, workers=jobs, address=address)
     # A Ray cluster's workers may have the GPU the driver lacks: they check it (job_device).
-    loaded, all_jobs = expand_suite(
-        suite, seeds=seeds, device=device, check_device=executor != "ray"
+    on_driver = executor != "ray"
+    planned = api.plan(
+        source or suite, seeds=seeds, device=device, check_device=on_driver, **filters
     )
-    selected = [
-        j for j in all_jobs if selects((j.task, j.mechanism, j.attack), task, mechanism, attack)
-    ]
-    for name, value, field in (
-        ("task", task, "task"),
-        ("mechanism", mechanism, "mechanism"),
-        ("attack", attack, "attack"),
-    ):
-        if value is not None and not any(getattr(j, field) == value for j in all_jobs):
-            raise ConfigError(f"suite {loaded.name} has no {name} '{value}'")
     if dry_run:
-        _print_plan(loaded.name, selected, store)
+        _print_plan(planned.suite.name, planned.selected, store)
         return
     # Everything the run will write is checked before the store is opened (or created), so
     # a refused run leaves no file behind and runs no job whose results it cannot keep.
-    lease_timeout = lease_timeout_s()
-    cache_root = _cache_root(store)
-    board = board_dir(out, loaded.name)
+    from bench.runner import lease_timeout_s
+
+    lease_timeout, cache_root = lease_timeout_s(), _cache_root(store)
+    board = board_dir(out, planned.suite.name)
     check_dir_target(board, "leaderboard directory")
+    kept = RunOptions(runner, progress, lease_timeout, max_failures, key)
+    _run_and_publish(planned, store, cache_root, board, kept)
+
+
+def _suite_source(suite: str) -> SuiteSource | None:
+    """The suite file read and parsed once, or None when it cannot be: the full run then
+    reports why in one line."""
+    from bench.suite import read_suite
+
+    try:
+        return read_suite(suite)
+    except BenchError:
+        return None
+
+
+def _plan_key(source: SuiteSource, seeds: int | None, device: str | None) -> str | None:
+    from bench.plan_cache import plan_key
+
+    return plan_key(source, seeds, device)
+
+
+def _warm_rerun(key: str, store: Path, out: Path | None, filters: dict[str, str | None]) -> bool:
+    """Print what the run would print and say True when its plan (bench.plan_cache) shows
+    every job stored and the page current; False when the full run must decide."""
+    from bench.plan_cache import warm_rerun
+
+    lines = warm_rerun(key, store=store, out=out, **filters)
+    for line in lines or []:
+        typer.echo(line)
+    return lines is not None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How `bench run` runs a plan: the executor, progress display, lease timeout, failure
+    budget, and the key its plan is kept under (None: not kept)."""
+
+    runner: Executor
+    progress: bool
+    lease_timeout: float
+    max_failures: int | None
+    key: str | None
+
+
+def _run_and_publish(
+    planned: RunPlan, store: Path, cache_root: Path, board: Path, options: RunOptions
+) -> None:
+    """Run the plan's pending jobs, then publish the board once every job is stored, its
+    summary and page printed; the plan kept for a warm rerun."""
+    from bench import api
+    from bench.store_guard import open_store
+
+    max_failures = options.max_failures
     db = open_store(store)
     try:
         try:
-            summary = run_jobs(
-                selected,
+            summary = api.run(
+                planned,
                 db,
                 cache_root,
-                executor=runner,
-                progress=progress,
-                lease_timeout=lease_timeout,
+                executor=options.runner,
+                progress=options.progress,
+                lease_timeout=options.lease_timeout,
                 on_failure=_announce_failure,
                 max_failures=max_failures,
             )
         except (OSError, sqlite3.Error) as exc:  # SQLite's errors are the store's
             where = f"store {store}" if isinstance(exc, sqlite3.Error) else "a file of the run"
             raise during_run(exc, where) from exc
+        name = planned.suite.name
         failed = f", {len(summary.failed)} failed" if summary.failed else ""
         typer.echo(
-            f"{loaded.name}: {summary.executed} jobs run, {summary.skipped} already stored, "
+            f"{name}: {summary.executed} jobs run, {summary.skipped} already stored, "
             f"{summary.total} selected{failed}"
         )
         if summary.failed:
@@ -270,23 +304,20 @@ def run(
                 store,
                 max_failures if summary.stopped else None,
             )
-        unique = {j.hash for j in all_jobs}
-        stored = db.stored_hashes(list(unique))
-        if len(stored) < len(unique):
-            typer.echo(
-                f"leaderboard not written: {len(stored)} of {len(unique)} jobs of suite "
-                f"{loaded.name} are stored; run without filters to complete it"
-            )
-            return
         try:
             # Nothing new ran: a leaderboard that already shows these results is left as is.
-            paths = write_suite_leaderboard(
-                loaded, all_jobs, db, board, only_if_stale=summary.executed == 0
-            )
-            lines = _summary_lines(paths[0], loaded)
+            paths = api.publish(planned, db, board, only_if_stale=summary.executed == 0)
+            if paths is None:
+                stored, total = api.stored_count(planned, db)
+                typer.echo(
+                    f"leaderboard not written: {stored} of {total} jobs of suite {name} are "
+                    "stored; run without filters to complete it"
+                )
+                return
+            lines = _summary_lines(paths[0], planned.suite)
             _refresh_site_index(board)
-            if executor == "local" and key is not None:
-                _keep_plan(key, loaded, all_jobs, db, store, board, lines)
+            if options.key is not None:
+                _keep_plan(options.key, planned.suite, planned.jobs, db, store, board, lines)
         except (OSError, sqlite3.Error) as exc:
             raise during_run(exc, f"leaderboard {board}") from exc
         for line in lines:

@@ -12,9 +12,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from bench.certify.audit.registry import audit_modules
 from bench.codeversion import AUDIT_PACKAGE, module_files
 from bench.codeversion import RESULT_NEUTRAL as RESULT_NEUTRAL  # re-exported (tests)
-from bench.codeversion import code_digest as code_digest  # re-exported (mechanisms)
 from bench.codeversion import code_files as code_files  # re-exported (tests)
 from bench.device import device_kind, jobs_device
 from bench.errors import ConfigError
@@ -109,6 +109,9 @@ def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
         files |= module_files(module_name, skip_audit)
     if audited:
         files |= module_files(f"{AUDIT_PACKAGE}.core")
+        for cls in classes:  # a family's own audit (bench.certify.audit.registry)
+            for module_name in audit_modules(cls):
+                files |= module_files(module_name)
     return files
 
 

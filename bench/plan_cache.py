@@ -29,7 +29,6 @@ import os
 import platform
 import sqlite3
 import sys
-import tomllib
 from contextlib import closing
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from bench.errors import BenchError
 from bench.fsutil import atomic_write
 from bench.project import PROJECT_PACKAGES
 from bench.store_rows import jobs_column
-from bench.suite import selects, suite_file
+from bench.suite import SuiteSource, read_suite, selects
 
 FORMAT = 1  # bump when what a plan holds, or how its key is made, changes
 MAX_DATA_FILES = 20_000  # a data tree larger than this is not listed: no plan
@@ -108,10 +107,10 @@ def _distributions() -> list[str]:
     return sorted(names)
 
 
-def _option_paths(suite_path: Path) -> list[Path]:
+def _option_paths(source: SuiteSource) -> list[Path]:
     """Existing paths that a task option of the suite names (relative to the working
     directory or to the suite file): the local data and model directories tasks read."""
-    raw = tomllib.loads(suite_path.read_text(encoding="utf-8"))
+    suite_path, raw = source.path.resolve(), source.raw
     found: set[Path] = set()
 
     def visit(value: Any) -> None:
@@ -157,7 +156,7 @@ def _add_tree(key: _Key, root: Path, budget: list[int]) -> bool:
     return True
 
 
-def plan_key(suite: str, seeds: int | None, device: str | None) -> str | None:
+def plan_key(suite: str | SuiteSource, seeds: int | None, device: str | None) -> str | None:
     """The key of a run's plan (module docstring), or None when its inputs cannot all be
     listed (then no plan is kept or used): a suite that is unknown or does not parse is
     left to the full run, which says what is wrong with it."""
@@ -167,13 +166,13 @@ def plan_key(suite: str, seeds: int | None, device: str | None) -> str | None:
         return None
 
 
-def _plan_key(suite: str, seeds: int | None, device: str | None) -> str | None:
+def _plan_key(suite: str | SuiteSource, seeds: int | None, device: str | None) -> str | None:
     key = _Key()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     key.add(FORMAT, sys.version, platform.machine(), os.cpu_count(), cpus, seeds, device)
-    path = suite_file(suite).resolve()  # its bytes, not its place: a copied run still hits
-    key.add("suite")
-    key.add_bytes(path.read_bytes())
+    source = suite if isinstance(suite, SuiteSource) else read_suite(suite)
+    key.add("suite")  # its bytes, not its place: a copied run still hits
+    key.add_bytes(source.data)
     for name, file in _project_files():
         key.add(name)
         key.add_bytes(file.read_bytes())
@@ -183,7 +182,7 @@ def _plan_key(suite: str, seeds: int | None, device: str | None) -> str | None:
     )
     key.add("env", *env)
     budget = [MAX_DATA_FILES]
-    for root in [data_dir(), *_option_paths(path)]:
+    for root in [data_dir(), *_option_paths(source)]:
         if not _add_tree(key, Path(root), budget):
             return None
     return key.hexdigest()

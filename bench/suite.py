@@ -152,22 +152,38 @@ def suite_file(name_or_path: str) -> Path:
     return path
 
 
-def load_suite(name_or_path: str) -> Suite:
-    """Load a suite by registered name or by path to a .toml file."""
+@dataclass(frozen=True)
+class SuiteSource:
+    """A suite file read and parsed as TOML once: its path, its bytes (a run's plan key)
+    and its document (the suite, the paths its task options name)."""
+
+    path: Path
+    data: bytes
+    raw: dict[str, Any]
+
+
+def read_suite(name_or_path: str) -> SuiteSource:
+    """Read a suite by registered name or by path to a .toml file; one clear line for a
+    file that cannot be read or is not TOML."""
     path = suite_file(name_or_path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        raw = tomllib.loads(data.decode("utf-8"))
     except IsADirectoryError as exc:
         raise SuiteFileError(f"{path}: is a directory, not a suite file") from exc
     except UnicodeDecodeError as exc:
         raise SuiteFileError(f"{path}: not UTF-8 text (TOML files are UTF-8)") from exc
     except OSError as exc:
         raise SuiteFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    try:
-        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SuiteFileError(f"{path}: not valid TOML: {exc}") from exc
-    return parse_suite(raw, str(path))
+    return SuiteSource(path, data, raw)
+
+
+def load_suite(suite: str | SuiteSource) -> Suite:
+    """Load a suite by registered name, by path to a .toml file, or from its read source."""
+    source = suite if isinstance(suite, SuiteSource) else read_suite(suite)
+    return parse_suite(source.raw, str(source.path))
 
 
 def _fail(source: str, message: str) -> SuiteFileError:

@@ -38,6 +38,7 @@ from bench.cache import ArtifactCache
 from bench.errors import BenchError, ConfigError
 from bench.hashing import derive_seed
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Notion, Release, Task
+from bench.waivers import expected_failures_of
 
 VALIDATION_TASK = "fmnist"
 VALIDATION_TASK_OPTIONS = {"n_train": 300, "n_aux": 100, "n_test": 100, "train_epochs": 1}
@@ -52,7 +53,6 @@ LABEL_PROBES = 2000  # uniform domain samples behind the label-only noise checks
 MIN_NOISED = 200  # noised answers needed to test a keep rate (4 sigma < 0.15)
 BATCH = 16
 RESIDUAL_DRAWS = 20_000  # noise coordinates behind the check of the declared noise scale
-UNWAIVABLE = frozenset({"check_privacy_audit"})
 
 
 class CheckFailed(AssertionError):
@@ -192,24 +192,6 @@ class MechanismUnderTest:
         gen = torch.Generator().manual_seed(derive_seed(self.seed, "label-probes"))
         uniform = lo + (hi - lo) * torch.rand((LABEL_PROBES, *test.shape[1:]), generator=gen)
         return torch.cat([test.clone(), uniform.to(test.dtype)])
-
-
-def expected_failures_of(cls: type) -> dict[str, str]:
-    """The class's declared expected failures, validated: known check names, a written
-    reason for each, and never an unwaivable check (else a one-line ConfigError)."""
-    declared = getattr(cls, "expected_failures", None) or {}
-    who = f"mechanism {getattr(cls, 'name', cls.__name__)}"
-    if not isinstance(declared, dict):
-        raise ConfigError(f"{who}: expected_failures must be a dict {{check_name: reason}}")
-    known = {c.__name__ for c in CHECKS}
-    for check, reason in declared.items():
-        if check not in known:
-            raise ConfigError(f"{who}: expected_failures names unknown check {check!r}")
-        if check in UNWAIVABLE:
-            raise ConfigError(f"{who}: {check} cannot be declared an expected failure")
-        if not (isinstance(reason, str) and reason.strip()):
-            raise ConfigError(f"{who}: expected failure {check!r} needs a written reason")
-    return dict(declared)
 
 
 # ---------------------------------------------------------------------------- checks

@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bench.errors import BenchError
-from bench.registry import MECHANISMS
 from bench.report.audit_power import POWER_LEVEL as REPORT_POWER_LEVEL
 from bench.testing import (
     CHECKS,
     CheckFailed,
     MechanismUnderTest,
-    expected_failures_of,
     under_test,
 )
+from bench.waivers import expected_failures_of
 
 Status = Literal["PASS", "FAIL", "XFAIL", "XPASS"]
 
@@ -28,22 +27,6 @@ Status = Literal["PASS", "FAIL", "XFAIL", "XPASS"]
 # likely have passed a mechanism that breaks its claim too. 0.8, the usual power asked of
 # a statistical test; leaderboard audit cells use the same level (bench.report.audit_power).
 POWER_LEVEL = REPORT_POWER_LEVEL
-
-
-def attach_expected_failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`rows` with `expected_failures` ({check: reason}) added to every row of a mechanism
-    that declares any, so a waived contract check shows where its numbers are read. A
-    mechanism no longer importable (a plug-in since uninstalled) is left as it is."""
-    out = []
-    for row in rows:
-        try:
-            declared = expected_failures_of(MECHANISMS.get(row["mechanism"]))
-        except BenchError:
-            declared = {}
-        out.append(
-            {**row, "expected_failures": dict(sorted(declared.items()))} if declared else row
-        )
-    return out
 
 
 @dataclass(frozen=True)
@@ -180,7 +163,7 @@ def prepare(
     BenchError (exit 2): an unknown name or module, a class that is not a Mechanism, bad
     parameters, a task it does not support, malformed expected_failures. `task` None picks
     the validation task by the mechanism's modality (fmnist for image, spam for tabular)."""
-    from bench.errors import BenchError, ConfigError
+    from bench.errors import ConfigError
 
     mut = under_test((mechanism, params), task_name=task, seed=seed, **options)
     try:

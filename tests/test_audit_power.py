@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import nn
 
+from bench.accounting import analytic_gaussian_eps
 from bench.certify.audit.core import audit_mechanism
 from bench.certify.audit.power import (
     gaussian_mu,
@@ -20,7 +21,6 @@ from bench.certify.audit.power import (
     planned_draws,
 )
 from bench.protocols import DataSplit, NoiseModel, Splits, Task
-from mechanisms.noise.calibration import analytic_gaussian_eps
 from mechanisms.noise.input_noise import GaussInput, LDPImage
 from mechanisms.noise.output_noise import GaussOutput, LapOutput
 

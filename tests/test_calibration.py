@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from bench.errors import ConfigError
-from mechanisms.noise.calibration import (
+from bench.accounting import (
     analytic_gaussian_delta,
     analytic_gaussian_eps,
     analytic_gaussian_sigma,
@@ -15,6 +14,7 @@ from mechanisms.noise.calibration import (
     gaussian_sigma,
     laplace_scale,
 )
+from bench.errors import ConfigError
 
 
 def test_laplace_scale_is_sensitivity_over_eps() -> None:

@@ -319,7 +319,7 @@ def dp_encoder(small_fmnist, audit_root) -> DPEncoder:
 
 
 def test_dp_encoder_claims_the_exact_ldp_of_its_gaussian_release(small_fmnist, dp_encoder) -> None:
-    from mechanisms.noise.calibration import analytic_gaussian_delta
+    from bench.accounting import analytic_gaussian_delta
 
     claim = dp_encoder.guarantee()
     assert claim.notion == "ldp" and claim.distance == "any pair of inputs"

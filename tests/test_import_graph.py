@@ -1,11 +1,14 @@
 """The project's import graph: no cycles anywhere (module-level and function-level imports
-both count, since a deferred import is how a cycle hides), and the reporting package never
-imports upward into the CLI, the API, the runner or the validation code."""
+both count, since a deferred import is how a cycle hides), the reporting package never
+imports upward into the CLI, the API, the runner or the validation code, the contract checks
+(bench.testing) are reached only through `bench validate`, and mechanisms and attacks never
+import the job listing (bench.jobs)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("bench", "mechanisms", "attacks")
 UPWARD = ("bench.cli", "bench.api", "bench.runner", "bench.validation", "bench.testing")
+# The harness modules that may import the contract checks: `bench validate` and its command.
+CHECK_USERS = {"bench.testing": {"bench.validation"}, "bench.validation": {"bench.cli"}}
 
 
 def project_modules(root: Path = ROOT) -> dict[str, Path]:
@@ -60,6 +65,12 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
                 if target and target != name:
                     graph[name].add(target)
     return graph
+
+
+@cache
+def project_graph() -> dict[str, set[str]]:
+    """The import graph of this checkout, built once for the parametrized tests."""
+    return import_graph()
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -120,5 +131,19 @@ def test_the_cycle_finder_finds_a_planted_cycle(tmp_path: Path) -> None:
     "module", sorted(m for m in project_modules() if m.startswith("bench.report"))
 )
 def test_the_reporting_package_never_imports_upward(module: str) -> None:
-    upward = sorted(t for t in import_graph()[module] if t.startswith(UPWARD))
+    upward = sorted(t for t in project_graph()[module] if t.startswith(UPWARD))
     assert upward == [], f"{module} imports {upward}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in project_modules() if m.startswith("bench")))
+def test_the_contract_checks_are_imported_only_by_bench_validate(module: str) -> None:
+    imported = project_graph()[module]
+    wrong = sorted(t for t, users in CHECK_USERS.items() if t in imported and module not in users)
+    assert wrong == [], f"{module} imports {wrong}"
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in project_modules() if m.startswith(("mechanisms", "attacks")))
+)
+def test_mechanisms_and_attacks_never_import_the_job_listing(module: str) -> None:
+    assert "bench.jobs" not in project_graph()[module], f"{module} imports bench.jobs"

@@ -12,6 +12,7 @@ from scipy import stats
 
 from attacks.inverter import InverterAttack
 from attacks.optimization import OptimizationAttack
+from bench.accounting import analytic_gaussian_delta, gaussian_sigma
 from bench.cache import ArtifactCache
 from bench.certify.audit.core import audit_mechanism
 from bench.certify.lipschitz.global_bounds import lipschitz_upper_bound
@@ -20,7 +21,6 @@ from bench.metrics.stats import summarize
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel
 from bench.tasks.images import FashionMNIST
 from bench.training import predict_scores
-from mechanisms.noise.calibration import analytic_gaussian_delta, gaussian_sigma
 from mechanisms.noise.input_noise import GaussInput
 from mechanisms.noise.output_noise import GaussOutput, LapOutput
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.report.dfil_plots import _bound_curve, _panels, _title, write_dfil_plots
+from mechanisms.dfil.plots import _bound_curve, _panels, _title, write_dfil_plots
 
 
 def _row(mech: str, params: dict, attack: str | None, mse: float, bound: float) -> dict:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.report.families import board_plots
 from bench.report.html import _task_plots
-from bench.report.posthoc_plots import _panels, _radius_panels, write_posthoc_plots
 from bench.report.write import refresh_reproductions, write_leaderboard
+from mechanisms.posthoc.plots import _panels, _radius_panels, write_posthoc_plots
 
 
 def _row(params: dict, lipschitz: float | None, attack: str | None = None) -> dict:
@@ -49,7 +50,8 @@ def test_the_leaderboard_page_shows_the_fig3_plot(tmp_path: Path) -> None:
     written = write_leaderboard("posthoc-test", "1", _sweep(), tmp_path, code_version="x")
     plot = tmp_path / "plots" / "faces_lipschitz_vs_alpha.png"
     assert plot in written and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    shown = {p["path"]: p["caption"] for p in _task_plots(tmp_path, "faces")}
+    family = {p.suffix: p for p in board_plots(["posthoc-ptr"])}
+    shown = {p["path"]: p["caption"] for p in _task_plots(tmp_path, "faces", family)}
     assert "local Lipschitz" in shown["plots/faces_lipschitz_vs_alpha.png"]
     assert "local_lipschitz" in (tmp_path / "leaderboard.md").read_text(encoding="utf-8")
 

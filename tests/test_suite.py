@@ -63,7 +63,7 @@ def test_code_hash_covers_modules_a_mechanism_reaches_indirectly() -> None:
     # change the hash of a gauss-input job.
     assert "lipschitz_nets" not in vars(mechanisms.noise.input_noise)
     files = {p.name for p in module_files("mechanisms.noise.input_noise")}
-    assert {"input_noise.py", "served_models.py", "lipschitz_nets.py", "calibration.py"} <= files
+    assert {"input_noise.py", "served_models.py", "lipschitz_nets.py", "accounting.py"} <= files
     assert mechanisms.noise.lipschitz_nets.__file__ is not None
 
 

@@ -10,8 +10,15 @@
 - `fisher/`: dFIL (trace.py: Tr(J^T J) via torch.func), the Cramer-Rao / van Trees / RDP
   bounds (bounds.py) and the van Trees prior term (score_matching.py).
 - `audit/`: the empirical privacy audit behind `bench validate` and `eps_audit_lb`
-  (core.py: the audit; pairs.py: input pairs at the claimed radius; bounds.py:
-  Clopper-Pearson lower bounds on eps).
+  (core.py: the input-pair audit; pairs.py: input pairs at the claimed radius; bounds.py:
+  Clopper-Pearson lower bounds on eps; registry.py: the audit a family registers for its
+  own mechanisms, e.g. ptr.py for Posthoc PTR, label_only.py for label-only access).
+- `accounting.py`: the noise calibrations (Laplace, classic and analytic Gaussian), public
+  as bench.accounting.
+
+Architecture: mechanisms calibrate against these modules, and the audit tests what they
+claim; nothing here imports a mechanism. A family's own audit is registered by the family
+(bench.hooks.register_audit), so the audit package never recognises a mechanism by name.
 
 A new certificate goes in the subpackage of the quantity it bounds, with a test that checks
 it against brute force or a closed form on a small case.

@@ -89,3 +89,11 @@ def analytic_gaussian_eps(sigma: float, delta: float, l2_sensitivity: float) -> 
         else:
             lo = mid
     return hi
+
+
+def gaussian_sigma(eps: float, delta: float, l2_sensitivity: float) -> tuple[float, str]:
+    """The Gaussian noise scale for (eps, delta) at `l2_sensitivity` and the rule used:
+    the classic constant for eps < 1 (as the IP paper), the analytic mechanism otherwise."""
+    if eps < 1:
+        return classic_gaussian_sigma(eps, delta, l2_sensitivity), "classic"
+    return analytic_gaussian_sigma(eps, delta, l2_sensitivity), "analytic"

@@ -10,13 +10,17 @@ Entry points:
   thread count on every row; `site.write_site_index(root, descriptions)`: the page listing
   every suite.
 
-Modules, each with one job: rows (aggregation), labels (shared labels and row grouping),
-formats (JSON, CSV; schemas/ holds the JSON Schema), markdown, plots, html (+ templates/),
-overview (the per-task summary a page opens on), site (leaderboards/index.html over every
-suite), summary (the lines `bench run` ends with), frontier (privacy-utility frontier),
-dfil_plots (attack MSE vs 1/dFIL with the Fisher bounds), write (the directory), load,
-keys (row identity), compare, provenance (versions, threads, environment), reproduction
-(paper reference tables against the rows), verdicts (the rules reproduction judges by).
+Architecture: rows -> labels -> views -> write. rows (aggregation over seeds), labels (the
+shared labels and the public row helpers: rows_by_task, by_config, attack_label_of,
+safe_name), families (what a mechanism family adds to a board: its sweep plots and its
+privacy level, registered by the family, looked up here), then the views: formats (JSON,
+CSV; schemas/ holds the JSON Schema), markdown, plots, html (+ templates/), overview (the
+per-task summary a page opens on), ranking, frontier (privacy-utility frontier), site
+(leaderboards/index.html over every suite), summary (the lines `bench run` ends with);
+write (the directory), load, keys (row identity), compare, provenance (versions, threads,
+environment), reproduction (paper reference tables against the rows), verdicts (the rules
+reproduction judges by). No module here names a mechanism family: a family's plots live in
+its own package (e.g. mechanisms/dfil/plots.py).
 
 The package sits below the CLI and the validation code: nothing here imports bench.cli,
 bench.api, bench.runner, bench.validation or bench.testing (tests/test_import_graph.py).

@@ -18,15 +18,16 @@ from bench.fsutil import atomic_write
 from bench.hashing import canonical_json, files_digest
 from bench.metrics import METRICS
 from bench.registry import ATTACKS, MECHANISMS
+from bench.report.families import BoardPlot, board_plots
 from bench.report.frontier import chance_levels, frontier_png, frontier_points
 from bench.report.labels import (
     WORST_CASE,
     _params_text,
-    _rows_by_task,
-    _safe_name,
     attack_labels,
     describe_guarantee,
     mechanism_colours,
+    rows_by_task,
+    safe_name,
     utility_metric_of,
 )
 from bench.report.overview import task_overview
@@ -130,30 +131,28 @@ def _row_view(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> dict[s
     }
 
 
-# Multi-panel figures, shown at the page's width rather than as a thumbnail.
-WIDE_PLOTS = frozenset({"reconstructions", "dfil_bounds", "ssim_vs_radius", "lipschitz_vs_alpha"})
+# Multi-panel figures of the board itself, shown at the page's width (a family's plots are
+# too, bench.report.families).
+WIDE_PLOTS = frozenset({"reconstructions"})
+CAPTIONS = {
+    "": "secondary view: utility against the worst-case attack MSE (log scale)",
+    "frontier": "privacy-utility frontier",
+    "reconstructions": "what each attack recovers at each privacy level (seed 0)",
+}
 
 
 def _plot_suffix(task: str, name: str) -> str:
     """What follows plots/<task> in a plot's file name ("" for the task's main scatter)."""
-    return name[len(_safe_name(task)) :].removesuffix(".png").lstrip("_")
+    return name[len(safe_name(task)) :].removesuffix(".png").lstrip("_")
 
 
-def _plot_caption(task: str, name: str) -> str:
-    suffix = _plot_suffix(task, name)
-    captions = {
-        "": "secondary view: utility against the worst-case attack MSE (log scale)",
-        "frontier": "privacy-utility frontier",
-        "reconstructions": "what each attack recovers at each privacy level (seed 0)",
-        "lipschitz_vs_alpha": "mean certified local Lipschitz constant by ARL weight and radius",
-        "ssim_vs_radius": "attack SSIM against the radius R, a line per eps",
-    }
-    return captions.get(suffix, suffix.replace("_", " "))
-
-
-def _task_plots(out_dir: Path, task: str) -> list[dict[str, Any]]:
-    """The PNGs under plots/ that belong to `task` (plots/<task>.png, plots/<task>_*.png)."""
-    stem = _safe_name(task)
+def _task_plots(
+    out_dir: Path, task: str, family: dict[str, BoardPlot] | None = None
+) -> list[dict[str, Any]]:
+    """The PNGs under plots/ that belong to `task` (plots/<task>.png, plots/<task>_*.png);
+    `family` maps the suffixes of the board's family plots to their declarations."""
+    family = family or {}
+    stem = safe_name(task)
     files = sorted(
         p.name
         for p in (out_dir / "plots").glob(f"{stem}*.png")
@@ -161,17 +160,20 @@ def _task_plots(out_dir: Path, task: str) -> list[dict[str, Any]]:
     )
     # The frontier (one privacy axis: SSIM / top-1) first, then the papers' own sweeps, the
     # reconstructions, and the MSE scatter, a secondary view, last.
-    paper_sweeps = WIDE_PLOTS - {"reconstructions"}
-    suffix_order = {"frontier": 0, **dict.fromkeys(paper_sweeps, 1), "reconstructions": 2, "": 4}
+    suffix_order = {"frontier": 0, **dict.fromkeys(family, 1), "reconstructions": 2, "": 4}
     files.sort(key=lambda n: suffix_order.get(_plot_suffix(task, n), 3))
-    return [
-        {
-            "path": f"plots/{name}",
-            "caption": _plot_caption(task, name),
-            "wide": _plot_suffix(task, name) in WIDE_PLOTS,
-        }
-        for name in files
-    ]
+    captions = {**CAPTIONS, **{suffix: plot.caption for suffix, plot in family.items()}}
+    out = []
+    for name in files:
+        suffix = _plot_suffix(task, name)
+        out.append(
+            {
+                "path": f"plots/{name}",
+                "caption": captions.get(suffix, suffix.replace("_", " ")),
+                "wide": suffix in WIDE_PLOTS or suffix in family,
+            }
+        )
+    return out
 
 
 def write_frontier_plots(
@@ -180,14 +182,14 @@ def write_frontier_plots(
     """plots/<task>_frontier.png per task that has utility and worst-case rows; returns the
     frontier of each task for the page. `utility_metrics` maps task -> utility metric."""
     frontiers: dict[str, dict[str, Any]] = {}
-    for task, task_rows in _rows_by_task(rows).items():
+    for task, task_rows in rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         score, points = frontier_points(task_rows, utility)
         if not points or utility is None or score is None:
-            stale = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
+            stale = out_dir / "plots" / f"{safe_name(task)}_frontier.png"
             stale.unlink(missing_ok=True)
             continue
-        path = out_dir / "plots" / f"{_safe_name(task)}_frontier.png"
+        path = out_dir / "plots" / f"{safe_name(task)}_frontier.png"
         png = frontier_png(
             task,
             points,
@@ -282,11 +284,12 @@ def write_index_html(
     stamped into the page (`inputs_stamp`)."""
     out_dir = Path(out_dir)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    family = {p.suffix: p for p in board_plots(r["mechanism"] for r in doc["rows"])}
     frontiers = write_frontier_plots(out_dir, doc["rows"], utility_metrics)
     tasks = sorted({r["task"] for r in doc["rows"]})
-    plots = {task: _task_plots(out_dir, task) for task in tasks}
+    plots = {task: _task_plots(out_dir, task, family) for task in tasks}
     html = render_index_html(doc, frontiers, plots, utility_metrics, reproductions, inputs_digest)
     index = out_dir / "index.html"
     atomic_write(index, html.encode("utf-8"))
-    frontier_files = [out_dir / "plots" / f"{_safe_name(t)}_frontier.png" for t in frontiers]
+    frontier_files = [out_dir / "plots" / f"{safe_name(t)}_frontier.png" for t in frontiers]
     return [*frontier_files, index]

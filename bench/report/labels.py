@@ -9,6 +9,7 @@ from typing import Any
 from bench.hashing import canonical_json
 from bench.metrics import METRICS
 from bench.mia_metrics import SPECS as _MIA_SPECS  # registers the membership metrics
+from bench.report.families import privacy_levels
 
 _NOTION_WORDS = {
     "ldp": "LDP",
@@ -94,7 +95,8 @@ def attack_labels(rows: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
     return labels
 
 
-def _label_of(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> str:
+def attack_label_of(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> str:
+    """An attack row's label among `labels` (`attack_labels` of its task's rows)."""
     return labels[(row["attack"], canonical_json(row.get("attack_params") or {}))]
 
 
@@ -116,14 +118,15 @@ def _is_attack(row: dict[str, Any]) -> bool:
     return row["attack"] not in (None, WORST_CASE)
 
 
-def _rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def rows_by_task(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows grouped by task, each group in leaderboard order (`row_sort_key`)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for row in sorted(rows, key=row_sort_key):
         out.setdefault(row["task"], []).append(row)
     return out
 
 
-def _safe_name(task: str) -> str:
+def safe_name(task: str) -> str:
     """A task name usable as a file name (path separators replaced)."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in task)
 
@@ -165,7 +168,7 @@ def _config_key(row: dict[str, Any]) -> tuple[str, str]:
     return row["mechanism"], canonical_json(row["params"])
 
 
-def _by_config(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def by_config(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """Rows of one task grouped by (mechanism, params), in row order."""
     out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
@@ -179,14 +182,12 @@ def _worst_case(config_rows: list[dict[str, Any]], metric: str = "mse") -> dict[
     return worst["metrics"].get(metric) if worst else None
 
 
-PRIVACY_PARAMS = (("eps", "ε"), ("inv_dfil", "1/dFIL"))  # a setting's privacy knob, if any
-
-
 def privacy_label(params: dict[str, Any]) -> str:
-    """The privacy parameter of a setting in short form ("ε=2", "1/dFIL=10"), else ""."""
-    for key, symbol in PRIVACY_PARAMS:
-        if key in params:
-            return f"{symbol}={_fmt_short(params[key])}"
+    """The privacy parameter of a setting in short form ("ε=2", "1/dFIL=10": the levels
+    families declare, bench.report.families), else ""."""
+    for level in privacy_levels():
+        if level.param in params:
+            return f"{level.symbol}={_fmt_short(params[level.param])}"
     return ""
 
 

@@ -10,15 +10,15 @@ from bench.report.labels import (
     COST_METRICS,
     MIA_METRICS,
     WORST_CASE,
-    _by_config,
     _is_attack,
-    _label_of,
     _params_text,
-    _rows_by_task,
     _worst_case,
+    attack_label_of,
     attack_labels,
     attack_metrics_of,
+    by_config,
     describe_guarantee,
+    rows_by_task,
     task_chance,
     utility_metric_of,
 )
@@ -44,7 +44,7 @@ def _attack_settings(rows: list[dict[str, Any]]) -> list[str]:
     seen = {}
     for r in rows:
         if _is_attack(r):
-            seen[_label_of(r, labels)] = _params_text(r.get("attack_params") or {})
+            seen[attack_label_of(r, labels)] = _params_text(r.get("attack_params") or {})
     return [f"- `{label}`: {text or 'defaults'}" for label, text in sorted(seen.items())]
 
 
@@ -57,9 +57,9 @@ def _seed_text(rows: list[dict[str, Any]]) -> str:
 
 def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     """Markdown table lines for one task: one line per (mechanism, params)."""
-    configs = _by_config(rows)
+    configs = by_config(rows)
     labels = attack_labels(rows)
-    attacks = sorted({_label_of(r, labels) for r in rows if _is_attack(r)})
+    attacks = sorted({attack_label_of(r, labels) for r in rows if _is_attack(r)})
     has = {n for r in rows for n in r["metrics"]}
     audit = ("eps_audit_lb", "eps_audit_ideal", "audit_draws")
     # posthoc-ptr's proposal inputs (local Lipschitz constant, DeltaP): paper Fig. 3's quantity.
@@ -81,7 +81,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (mechanism, params_json), config_rows in configs.items():
         base = next((r for r in config_rows if r["attack"] is None), None)
-        by_attack = {_label_of(r, labels): r for r in config_rows if _is_attack(r)}
+        by_attack = {attack_label_of(r, labels): r for r in config_rows if _is_attack(r)}
         base_metrics = base["metrics"] if base else {}
         cells = [
             f"⚠ {mechanism} (unreliable)" if config_rows[0].get("unreliable") else mechanism,
@@ -148,7 +148,7 @@ def leaderboard_markdown(
         "(docs/submitting.md); a setting whose audit refutes its claim is marked ⚠ "
         "unreliable. All numbers are re-executed by bench.",
     ]
-    for task, task_rows in _rows_by_task(rows).items():
+    for task, task_rows in rows_by_task(rows).items():
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         chance = task_chance(task_rows)
         lines += [
@@ -224,7 +224,7 @@ def _bound_lines(rows: list[dict[str, Any]]) -> list[str]:
         cells = [
             r["mechanism"],
             f"`{canonical_json(r['params'])}`",
-            _label_of(r, labels),
+            attack_label_of(r, labels),
             bound["bound"],
             bound["basis"],
             _cell(r["metrics"].get("bound_mse")),

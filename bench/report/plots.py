@@ -14,11 +14,11 @@ import numpy as np
 from bench.fsutil import atomic_write
 from bench.report.label_layout import place_labels
 from bench.report.labels import (
-    _by_config,
-    _safe_name,
     _worst_case,
+    by_config,
     mechanism_colours,
     privacy_label,
+    safe_name,
     task_chance,
 )
 
@@ -26,7 +26,7 @@ from bench.report.labels import (
 def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[str, Any]]:
     """One point per (mechanism, params) with a utility value and a worst-case mse > 0."""
     points = []
-    for (mechanism, params_json), config_rows in _by_config(rows).items():
+    for (mechanism, params_json), config_rows in by_config(rows).items():
         base = next((r for r in config_rows if r["attack"] is None), None)
         worst = _worst_case(config_rows)
         if not (utility and base and worst and utility in base["metrics"]):
@@ -219,7 +219,7 @@ def write_task_plots(
     `panels_by_task`, in task order; returns the paths written."""
     written = []
     for task, panels in sorted(panels_by_task.items()):
-        path = Path(out_dir) / "plots" / f"{_safe_name(task)}_{suffix}.png"
+        path = Path(out_dir) / "plots" / f"{safe_name(task)}_{suffix}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, draw(task, panels))
         written.append(path)

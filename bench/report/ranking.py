@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from bench.report.families import level_of
 from bench.report.labels import notion_words
 
 # Similarity scores (SSIM, top-1): the strongest attack's score at most this.
@@ -70,11 +71,6 @@ class ClaimBand(Band):
         return value >= self.level if self.higher_is_stronger else value <= self.level
 
 
-# Each notion's privacy parameter, and whether a higher value is the stronger claim.
-CLAIM_PARAMS = {"dfil": ("inv_dfil", True)}
-CLAIM_SYMBOLS = {"eps": "ε", "inv_dfil": "1/dFIL"}
-
-
 def ranked(line: dict[str, Any]) -> bool:
     """Whether a setting may be ranked at all (see the module docstring)."""
     return not (
@@ -115,20 +111,21 @@ def claim_bands(lines: list[dict[str, Any]]) -> list[Band]:
     for line in lines:
         claim = line.get("claim") or {}
         notion = claim.get("notion")
-        param = CLAIM_PARAMS.get(notion, ("eps", False))[0]
+        param = level_of(notion).param  # the notion's declared level (families.py)
         if notion in (None, "none") or claim.get(param) is None:
             continue
         levels.setdefault(notion, set()).add(float(claim[param]))
     bands: list[Band] = []
     for notion in sorted(levels):
-        param, higher = CLAIM_PARAMS.get(notion, ("eps", False))
+        declared = level_of(notion)
+        higher = declared.higher_is_stronger
         ordered = sorted(levels[notion], reverse=higher)
         for level in _spread(ordered, MAX_CLAIM_LEVELS):
             relation = "≥" if higher else "≤"
-            symbol = CLAIM_SYMBOLS.get(param, param)
-            words = "" if param == "inv_dfil" else f"{notion_words(notion)} "
-            label = f"{words}{symbol} {relation} {level:g}"
-            bands.append(ClaimBand(label, "claim", notion, param, level, higher))
+            # A notion's own parameter names it (1/dFIL); eps is said with its notion.
+            words = "" if declared.notion is not None else f"{notion_words(notion)} "
+            label = f"{words}{declared.symbol} {relation} {level:g}"
+            bands.append(ClaimBand(label, "claim", notion, declared.param, level, higher))
     return bands
 
 

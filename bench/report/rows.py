@@ -20,7 +20,13 @@ from bench.mia_metrics import (
     ceiling_beaten_everywhere,
     claimed_bound,
 )
-from bench.report.labels import WORST_CASE, _label_of, attack_labels, not_private, row_sort_key
+from bench.report.labels import (
+    WORST_CASE,
+    attack_label_of,
+    attack_labels,
+    not_private,
+    row_sort_key,
+)
 
 SIG_DIGITS = 6
 
@@ -202,7 +208,7 @@ def worst_case_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if (kind != "privacy" and not prior_baseline) or name == "eps_audit_lb":
                 continue
             entries = [
-                (_label_of(r, labels), r["metrics"][name])
+                (attack_label_of(r, labels), r["metrics"][name])
                 for r in attack_rows
                 if name in r["metrics"]
             ]

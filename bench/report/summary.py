@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from bench.hashing import canonical_json
+from bench.report.families import privacy_levels
 from bench.report.frontier import attack_score_of
-from bench.report.labels import PRIVACY_PARAMS, WORST_CASE, score_name_in, utility_metric_of
+from bench.report.labels import WORST_CASE, score_name_in, utility_metric_of
 
 
 def _short_params(params: dict[str, Any], defaults: dict[str, Any]) -> str:
     """The parameters that differ from the defaults, and the privacy level always."""
-    always = {key for key, _ in PRIVACY_PARAMS}
+    always = {level.param for level in privacy_levels()}
     changed = {
         k: v for k, v in sorted(params.items()) if k in always or defaults.get(k, object()) != v
     }

@@ -13,19 +13,18 @@ import numpy as np
 from bench.errors import UnknownNameError
 from bench.fsutil import atomic_write
 from bench.registry import TASKS
-from bench.report.dfil_plots import write_dfil_plots
+from bench.report.families import load_families, write_board_plots
 from bench.report.formats import _atomic_write_text, leaderboard_csv, leaderboard_json
 from bench.report.html import inputs_stamp, report_stamp, write_index_html
 from bench.report.labels import (
-    _rows_by_task,
-    _safe_name,
     flag_rows,
     row_sort_key,
+    rows_by_task,
+    safe_name,
     utility_metric_of,
 )
 from bench.report.markdown import SENTENCES_HEADING, SentenceExample, leaderboard_markdown
 from bench.report.plots import privacy_utility_png, reconstruction_grid_png
-from bench.report.posthoc_plots import write_posthoc_plots
 from bench.report.reproduction import (
     reproduction_json,
     reproduction_markdown,
@@ -49,21 +48,21 @@ def write_leaderboard(
 ) -> list[Path]:
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
-    (label, x, x_hat), plots/<task>_dfil_bounds.png for tasks whose rows sweep `inv_dfil`
-    (bench.report.dfil_plots), plots/<task>_lipschitz_vs_alpha.png and
-    plots/<task>_ssim_vs_radius.png for posthoc rows sweeping the ARL weight or the radius
-    (bench.report.posthoc_plots), reproduction.{md,json} when a paper's reference table
-    names the suite (bench.report.reproduction), and last index.html, the static page that
-    shows them all. Text tasks' reconstructed `sentences` (label, originals,
-    reconstructions) go into the Markdown. `inputs_digest` (a digest of everything the files
-    are made from, bench.api.board_inputs) is stamped into the page, so a rerun with the
-    same inputs can leave the directory alone without rebuilding any row (`shows_inputs`).
+    (label, x, x_hat), the plots the rows' mechanism families register
+    (bench.report.families, e.g. a paper's own sweep), reproduction.{md,json} when a
+    paper's reference table names the suite (bench.report.reproduction), and last
+    index.html, the static page that shows them all. Text tasks' reconstructed `sentences`
+    (label, originals, reconstructions) go into the Markdown. `inputs_digest` (a digest of
+    everything the files are made from, bench.api.board_inputs) is stamped into the page,
+    so a rerun with the same inputs can leave the directory alone without rebuilding any
+    row (`shows_inputs`).
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
     """
     out_dir = Path(out_dir)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
+    load_families(r["mechanism"] for r in rows)  # what their families add (plots, levels)
     stamp = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
     rows = _prepared(rows, utility_metrics)
     board = leaderboard_json(suite, suite_version, rows, code_version, stamp)
@@ -81,18 +80,18 @@ def write_leaderboard(
         ),
     ]
     written += _write_reproductions(out_dir, reproductions)
-    for task, task_rows in _rows_by_task(rows).items():
+    for task, task_rows in rows_by_task(rows).items():
         if all(r["attack"] is None for r in task_rows):
             continue  # utility against attack MSE: nothing to plot without an attack
         utility = (utility_metrics or {}).get(task) or utility_metric_of(task_rows)
         png = privacy_utility_png(task, task_rows, utility)
         if png is not None:  # no empty plot: the page says nothing instead
-            path = out_dir / "plots" / f"{_safe_name(task)}.png"
+            path = out_dir / "plots" / f"{safe_name(task)}.png"
             atomic_write(path, png)
             written.append(path)
     for task, entries in sorted((examples or {}).items()):
         if entries:
-            path = out_dir / "plots" / f"{_safe_name(task)}_reconstructions.png"
+            path = out_dir / "plots" / f"{safe_name(task)}_reconstructions.png"
             atomic_write(path, reconstruction_grid_png(task, entries))
             written.append(path)
     written += _write_paper_plots(rows, out_dir)
@@ -194,10 +193,9 @@ def declared_utility_metrics(tasks: Iterable[str]) -> dict[str, str]:
 
 
 def _write_paper_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """The plots of the papers' own sweeps, drawn from leaderboard rows: attack MSE against
-    1/dFIL with both bounds (dFIL Figs. 2-3), the local Lipschitz constant against the ARL
-    weight and attack SSIM against R (Posthoc Fig. 3 and supplement Table 2)."""
-    return write_dfil_plots(rows, out_dir) + write_posthoc_plots(rows, out_dir)
+    """The plots the rows' mechanism families add (bench.report.families), drawn from
+    leaderboard rows."""
+    return write_board_plots(rows, out_dir)
 
 
 def _write_reproductions(out_dir: Path, reproductions: list[dict[str, Any]]) -> list[Path]:
@@ -215,7 +213,7 @@ def _prepared(
 ) -> list[dict[str, Any]]:
     """Rows in leaderboard order with the at-chance flags set: what every file shows."""
     rows = sorted(rows, key=row_sort_key)
-    for task, task_rows in _rows_by_task(rows).items():
+    for task, task_rows in rows_by_task(rows).items():
         flag_rows(task_rows, (utility_metrics or {}).get(task) or utility_metric_of(task_rows))
     return rows
 

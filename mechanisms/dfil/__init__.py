@@ -13,9 +13,11 @@ smooth_nets.py (GELU / avg-pool encoders, ResNet-18, projections), training.py (
 noise-aware training, SNR regulariser), compression.py (the bottleneck on discrete tasks),
 split_tuning.py (noise-aware fine-tuning of a discrete task's server; also used by noise/).
 
-To add a sibling: derive from `split.FisherSplitMechanism`, calibrate sigma in `calibrate`,
-and list the new module in `split.CODE` so cached artifacts are rebuilt when it changes.
+To add a sibling: derive from `split.FisherSplitMechanism` and calibrate sigma in `calibrate`;
+cached artifacts are keyed by the code of the sibling's module and all it imports.
 """
+
+from mechanisms.dfil import hooks as hooks  # the family's audit and board plots
 
 # The doc page this family's mechanisms link to from a leaderboard (relative to the repository).
 DOC_PAGE = "docs/dfil.md"

@@ -30,9 +30,10 @@ from bench.certify.fisher.score_matching import (
     gaussian_prior_term,
 )
 from bench.certify.fisher.trace import jacobian_trace, jacobian_trace_estimate
+from bench.codeversion import code_digest
 from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
-from bench.hashing import seeded_init, source_digest, tensor_digest
+from bench.hashing import seeded_init, tensor_digest
 from bench.metrics import MetricResult
 from bench.protocols import (
     Attack,
@@ -48,15 +49,6 @@ from bench.training import predict_scores, utility_model
 from mechanisms.dfil.smooth_nets import Arch, Split, SplitModel, projection_model, split_model
 from mechanisms.dfil.training import SplitTraining, train_split
 
-CODE = (  # the code an artifact of these mechanisms depends on (part of every cache recipe)
-    __name__,
-    "mechanisms.dfil.mechanism",
-    "mechanisms.dfil.dp_encoder",
-    "mechanisms.dfil.smooth_nets",
-    "mechanisms.dfil.training",
-    "bench.certify.fisher.trace",
-    "bench.certify.fisher.score_matching",
-)
 SCORE_FIT_SAMPLES = 4000  # training samples the score model is fitted on (then 1,000 held out)
 UNBIASED_ATTACKS = frozenset({"optimization"})
 DISCRETE = frozenset({"ids", "text"})
@@ -122,13 +114,18 @@ class FisherSplitMechanism(Mechanism):
             )
         return arch
 
+    def code_version(self) -> str:
+        """The code an artifact of this mechanism depends on: its class's module and every
+        project module below it (this one, the nets, the training, the Fisher code)."""
+        return code_digest(type(self).__module__)
+
     def _recipe(self, task: Task, ctx: FitContext, **extra: Any) -> dict[str, Any]:
         return {
             "task": task.config(),
             "data": task.data_fingerprint(),
             "seed": ctx.seed,
             "epochs": int(task.config().get("train_epochs", 3)),
-            "code": source_digest(*CODE),
+            "code": self.code_version(),
             **extra,
         }
 
@@ -212,7 +209,7 @@ class FisherSplitMechanism(Mechanism):
             "x": tensor_digest(x),
             "dirs": 0 if exact else p.calib_dirs,
             "seed": ctx.seed,
-            "code": source_digest(*CODE),
+            "code": self.code_version(),
         }
 
         def build() -> torch.Tensor:  # on the encoder's device; the cache keeps it on the CPU
@@ -251,7 +248,7 @@ class FisherSplitMechanism(Mechanism):
             "task": task.config(),
             "n_fit": n_fit,
             "smoothing": self.p.smoothing,
-            "code": source_digest(*CODE),
+            "code": self.code_version(),
         }
 
         def build() -> dict[str, Any]:
@@ -344,7 +341,7 @@ class FisherSplitMechanism(Mechanism):
             "artifact": "dfil-sample-traces",
             "encoder": module_digest(self._client),
             "x": tensor_digest(x),
-            "code": source_digest(*CODE),
+            "code": self.code_version(),
         }
         return self._cache.get_or_build(recipe, lambda: jacobian_trace(self._client, x))
 

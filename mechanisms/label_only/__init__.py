@@ -19,5 +19,7 @@ the cached leave-one-out networks) and decorate with `@register_mechanism`; a bo
 guarantee rests on must be a certified solver bound (bench.certify.idp.bound.certified_maximum).
 """
 
+from mechanisms.label_only import hooks as hooks  # the family's audit and board plots
+
 # The doc page this family's mechanisms link to from a leaderboard (relative to the repository).
 DOC_PAGE = "docs/lucid.md"

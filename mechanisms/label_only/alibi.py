@@ -25,10 +25,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from bench.codeversion import code_digest
 from bench.device import CPU, module_device, to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import derive_seed, seeded_init
-from bench.jobs import code_digest
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
 from mechanisms.label_only import tuning

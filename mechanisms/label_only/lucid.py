@@ -24,10 +24,10 @@ from bench.certify.idp import bound as idp_bound
 from bench.certify.idp import diff as idp_diff
 from bench.certify.idp.bound import decision_bound, dense_layers
 from bench.certify.idp.diff import differential_bound
+from bench.codeversion import code_digest
 from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import derive_seed
-from bench.jobs import code_digest
 from bench.metrics.stats import summarize
 from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
 from bench.registry import register_mechanism
@@ -58,7 +58,7 @@ PROBE_SEARCH_STEPS = 50
 
 
 def _code_digest(*modules: Any) -> str:
-    """Code version of `modules` and of the project code below them (bench.jobs.code_digest)."""
+    """Code version of `modules` and of the project code below them (code_digest)."""
     return code_digest(*(m.__name__ for m in modules))
 
 

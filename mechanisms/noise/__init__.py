@@ -9,14 +9,14 @@ Entry points (registered names -> module):
 - `ldp-image`, `gauss-input` (input_noise.py): Laplace / Gaussian noise on the input.
 - `lap-output`, `gauss-output` (output_noise.py): noise on the served model's logits.
 
-Support: calibration.py (every noise-scale formula, shared with dfil/ and posthoc/),
+Support: bench.accounting (every noise-scale formula, shared with dfil/ and posthoc/),
 served_models.py (the model an IP mechanism serves, optionally noise-fine-tuned),
 lipschitz_nets.py (1-Lipschitz SLL networks).
 
-To add a sibling: a module here with a class derived from `mechanisms.base.
-InputSpaceMechanism` (noise on the input) or from `bench.protocols.Mechanism`, decorated with
-`@register_mechanism`; put its scale formula in calibration.py with a test against the
-formula in tests/test_calibration.py, and let `bench validate NAME` audit it.
+To add a sibling: a module here with a class derived from `bench.mechanisms_base.
+InputSpaceMechanism` (noise on the input) or `Mechanism`, decorated with
+`@register_mechanism`; put its scale formula in bench/certify/accounting.py with a test
+against the formula in tests/test_calibration.py, and let `bench validate NAME` audit it.
 """
 
 # The doc page this family's mechanisms link to from a leaderboard (relative to the repository).

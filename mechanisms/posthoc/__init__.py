@@ -14,5 +14,7 @@ To add a sibling (e.g. another obfuscator): add the variant to models.py and to 
 Alg. 1's bisection.
 """
 
+from mechanisms.posthoc import hooks as hooks  # the family's audit and board plots
+
 # The doc page this family's mechanisms link to from a leaderboard (relative to the repository).
 DOC_PAGE = "docs/posthoc.md"

@@ -15,17 +15,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from bench.accounting import check_privacy_params, laplace_scale
 from bench.certify import milp as milp_layer  # a module value: the job hash covers it
 from bench.certify.lipschitz.local import OutNorm, ReluMLP, local_lipschitz
+from bench.codeversion import code_digest
 from bench.device import to_cpu, to_device
 from bench.errors import ConfigError
 from bench.hashing import seeded_init
-from bench.jobs import code_digest
 from bench.metrics import MetricSpec, register_metric
 from bench.metrics.stats import scalar, summarize
 from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
 from bench.registry import register_mechanism
-from mechanisms.noise.calibration import check_privacy_params, laplace_scale
 from mechanisms.posthoc.decisions import (
     as_decisions,
     decide_queries,
@@ -54,8 +54,9 @@ from mechanisms.posthoc.ptr import (
     release_scale,
 )
 
-# The certification code a cached DeltaP, region or decision depends on; bench.jobs.code_digest
-# follows their project imports (relu.py, patterns.py, ...), so an edit below them re-keys it.
+# The certification code a cached DeltaP, region or decision depends on; code_digest
+# (bench.codeversion) follows their project imports (relu.py, patterns.py, ...), so an edit
+# below them re-keys it.
 _CODE = (
     "mechanisms.posthoc.models",
     "mechanisms.posthoc.ptr",

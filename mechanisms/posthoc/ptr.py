@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.accounting import check_privacy_params, laplace_scale
 from bench.certify.lipschitz.local import (
     Method,
     OutNorm,
@@ -62,7 +63,6 @@ from bench.certify.lipschitz.local import (
 )
 from bench.certify.lipschitz.split import decide_by_splitting
 from bench.errors import ConfigError
-from mechanisms.noise.calibration import check_privacy_params, laplace_scale
 
 
 def release_scale(delta_p: float, eps: float, radius: float) -> float:

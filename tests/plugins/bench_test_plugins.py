@@ -3,11 +3,12 @@ through the `bench.mechanisms` entry point group (see the dist-info beside this 
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import torch
 
-from bench.protocols import Guarantee, NoiseModel, Release, Task
-from mechanisms.base import InputSpaceMechanism
-from mechanisms.noise.input_noise import GaussInput
+from bench.accounting import check_privacy_params, gaussian_sigma
+from bench.mechanisms_base import Guarantee, InputSpaceMechanism, NoiseModel, Release, Task
 
 
 class NaNMechanism(InputSpaceMechanism):
@@ -34,11 +35,20 @@ class ShortMechanism(InputSpaceMechanism):
         return Guarantee("none")
 
 
-class HalfNoiseGauss(GaussInput):
-    """gauss-input with its noise scale halved: claims (eps, delta, r)-IP it does not have
-    (the privacy audit must refute it)."""
+class HalfNoiseGauss(InputSpaceMechanism):
+    """Gaussian noise on the input at half the scale (eps, delta, r)-IP over l2 needs, while
+    claiming it (the privacy audit must refute it)."""
 
     name = "test-half-noise"
+    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "delta": 1e-5, "r": 0.1}
+
+    def check_params(self) -> None:
+        check_privacy_params(*(float(self.params[k]) for k in ("eps", "delta", "r")))
 
     def calibrate(self, task: Task) -> NoiseModel:
-        return NoiseModel("gaussian", super().calibrate(task).scale / 2)
+        eps, delta, r = (float(self.params[k]) for k in ("eps", "delta", "r"))
+        return NoiseModel("gaussian", gaussian_sigma(eps, delta, r)[0] / 2)
+
+    def guarantee(self) -> Guarantee:
+        claim = {k: float(self.params[k]) for k in ("eps", "delta")}
+        return Guarantee("ip", {**claim, "radius": float(self.params["r"])}, "l2/input")

@@ -40,7 +40,6 @@ import numpy as np
 import torch
 
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
-from bench.certify.audit.label_only import audit_label_only, is_leave_one_out_access
 from bench.certify.audit.pairs import InputPair, domain_pairs, parse_norm, radius_pairs
 from bench.certify.audit.power import (
     AuditPlan,
@@ -49,7 +48,7 @@ from bench.certify.audit.power import (
     plan_at,
     planned_draws,
 )
-from bench.certify.audit.ptr import audit_ptr, is_ptr_mechanism
+from bench.certify.audit.registry import DEFAULT_COST, AuditOptions, registered_audit
 from bench.certify.audit.result import AuditResult, audit_generator
 from bench.certify.audit.thresholds import best_threshold
 from bench.device import host_view
@@ -62,9 +61,6 @@ RADIUS_NOTIONS = frozenset({"ip", "reconstruction"})
 CONTINUOUS_MODALITIES = frozenset({"image", "tabular", "vector"})
 
 Scorer = Callable[[torch.Tensor], torch.Tensor]
-# Cost budget of an audit, in units of one input or release coordinate (or one encoder
-# weight) per draw: 3M draws per side of a 784-pixel image, under a minute on 2 cores.
-DEFAULT_COST = 1.2e10
 CHUNK_VALUES = 1 << 22  # input + release values per release call: memory stays ~20 MB
 SELECT_FRACTION = 16  # selection draws per pair and side: n_draws / 16 (at least MIN_SELECT)
 MIN_SELECT = 50_000
@@ -307,34 +303,12 @@ def audit_mechanism(
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     claim = _claim(mechanism)
-    if is_ptr_mechanism(mechanism, claim[4]):  # its own two tests (ptr.py)
-        return audit_ptr(
-            mechanism,
-            task,
-            seed,
-            claim,
-            n_draws=n_draws,
-            n_select=n_select,
-            max_cost=max_cost,
-            ratio=ratio,
-            target_power=target_power,
-            confidence=confidence,
-            n_random=n_random,
-            n_worst=n_worst,
+    family = registered_audit(type(mechanism))
+    if family is not None and family.applies(claim):  # the family's own test (registry.py)
+        options = AuditOptions(
+            n_draws, n_select, max_cost, ratio, target_power, n_random, n_worst, confidence, chunk
         )
-    if is_leave_one_out_access(mechanism, claim[0]):  # its keep rate (label_only.py)
-        return audit_label_only(
-            mechanism,
-            task,
-            seed,
-            claim,
-            n_draws=n_draws,
-            n_select=n_select,
-            max_cost=max_cost,
-            ratio=ratio,
-            target_power=target_power,
-            confidence=confidence,
-        )
+        return family.audit(mechanism, task, seed, claim, options)
     reason = _skip_reason(task, claim)
     if reason is not None:
         return _unaudited(name, claim, reason)
@@ -433,4 +407,4 @@ def audit_mechanism(
     )
 
 
-__all__ = ["AuditResult", "audit_mechanism"]
+__all__ = ["DEFAULT_COST", "AuditResult", "audit_mechanism"]

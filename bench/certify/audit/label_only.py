@@ -32,11 +32,11 @@ from torch.func import functional_call
 
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
 from bench.certify.audit.power import ScoreModel, detection_power, gdp_mu_estimate, ideal_bound
+from bench.certify.audit.registry import AuditOptions, Claim
 from bench.certify.audit.result import AuditResult, audit_generator
 from bench.device import to_cpu, to_device
 from bench.protocols import Mechanism, Task
 
-ATTRIBUTES = ("stacked", "arch", "model", "memory", "num_classes")
 # Draws per side the planner tries: keep rates are not tail events, so fewer than core.py's.
 LADDER = (2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
 CHUNK = 8192
@@ -46,9 +46,9 @@ SELECT_FRACTION = 8
 MIN_SELECT = 1000
 
 
-def is_leave_one_out_access(mechanism: Mechanism, notion: str) -> bool:
-    """Label-only iDP access over stacked leave-one-out networks (lucid.LeaveOneOutAccess)."""
-    return notion == "idp" and all(hasattr(mechanism, a) for a in ATTRIBUTES)
+def claims_idp(claim: Claim) -> bool:
+    """Whether a claim is individual DP, the claim a keep rate tests."""
+    return claim[0] == "idp"
 
 
 class _Fresh(dict):
@@ -168,19 +168,14 @@ def audit_label_only(
     mechanism: Mechanism,
     task: Task,
     seed: int,
-    claim: tuple,
-    *,
-    n_draws: int | None,
-    n_select: int | None,
-    max_cost: float,
-    ratio: float,
-    target_power: float,
-    confidence: float,
+    claim: Claim,
+    options: AuditOptions,
 ) -> AuditResult:
     """Audit the keep rate of a label-only iDP mechanism (module docstring)."""
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     notion, eps, delta, radius, _ = claim
+    n_select, confidence = options.n_select, options.confidence
     mech: Any = mechanism
 
     def result(**fields: Any) -> AuditResult:
@@ -206,13 +201,15 @@ def audit_label_only(
     per_draw = networks * weights  # the most a draw costs: naive-idp runs every network
     pairs = disagreeing_pairs(mech, task, seed)
     selection = 2 * max(1, len(pairs)) / SELECT_FRACTION
-    cap = int(max_cost / (per_draw * (2 + selection)))
-    n_eval, power, ideal = plan_keep(eps, k, ratio, target_power, alpha, cap, n_draws)
+    cap = int(options.max_cost / (per_draw * (2 + selection)))
+    n_eval, power, ideal = plan_keep(
+        eps, k, options.ratio, options.target_power, alpha, cap, options.n_draws
+    )
     n_sel = n_select if n_select is not None else max(MIN_SELECT, n_eval // SELECT_FRACTION)
     power_fields: dict[str, Any] = {
         "eps_ideal": ideal,
         "power": power,
-        "ratio": ratio,
+        "ratio": options.ratio,
         "n_select": n_sel,
         "n_pairs": len(pairs),
         "confidence": confidence,

@@ -50,13 +50,13 @@ import torch
 from bench.certify.accounting import laplace_scale
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
 from bench.certify.audit.power import gdp_mu_estimate, plan_at, planned_draws
+from bench.certify.audit.registry import AuditOptions, Claim
 from bench.certify.audit.result import AuditResult, audit_generator
 from bench.certify.audit.thresholds import best_threshold
 from bench.device import host_view
 from bench.protocols import Mechanism, NoiseModel, Task
 
 DISTANCE = "linf/embedding"
-ATTRIBUTES = ("vae", "f", "cfg", "certifier", "scale")
 STEPS = 2  # Theorem 4.4 composes the test and the release, each at eps
 REPLAY_DRAWS = 256
 CHUNK = 1 << 16  # draws per vectorised call
@@ -73,10 +73,9 @@ ANCHORS = 1  # test inputs whose embeddings anchor the pairs
 MILP_BUDGET = 1
 
 
-def is_ptr_mechanism(mechanism: Mechanism, distance: str | None) -> bool:
-    """A Posthoc PTR mechanism: a claim over l_inf in embedding space, and the embedder,
-    obfuscator, PTR configuration, certifier and release scale this audit reads."""
-    return distance == DISTANCE and all(hasattr(mechanism, a) for a in ATTRIBUTES)
+def claims_embedding_distance(claim: Claim) -> bool:
+    """Whether a claim is over l_inf in embedding space, the claim this audit tests."""
+    return claim[4] == DISTANCE
 
 
 @dataclass(frozen=True)
@@ -292,22 +291,16 @@ def audit_ptr(
     mechanism: Mechanism,
     task: Task,
     seed: int,
-    claim: tuple,
-    *,
-    n_draws: int | None,
-    n_select: int | None,
-    max_cost: float,
-    ratio: float,
-    target_power: float,
-    confidence: float,
-    n_random: int,
-    n_worst: int,
+    claim: Claim,
+    options: AuditOptions,
 ) -> AuditResult:
     """Audit a fitted Posthoc PTR mechanism's two steps (module docstring); deterministic
     given `seed`. Sizes as in core.audit_mechanism, planned for the release step."""
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     notion, eps, delta, radius, _ = claim
+    n_draws, n_select, ratio = options.n_draws, options.n_select, options.ratio
+    confidence = options.confidence
 
     def result(**fields: Any) -> AuditResult:
         fields.setdefault("audited", True)
@@ -328,20 +321,20 @@ def audit_ptr(
     anchor = replay(mechanism, model, x[0], seed)
     if isinstance(anchor, str):
         return result(audited=False, reason=anchor)
-    cands = candidates(model, [anchor], float(radius), n_random, n_worst, seed)
+    cands = candidates(model, [anchor], float(radius), options.n_random, options.n_worst, seed)
     k = _loss_coordinates(cands)
     if n_draws is not None:
         plan = plan_at("laplace", step_eps, 0.0, n_draws, ratio=ratio, alpha=alpha, coordinates=k)
     else:
         per_draw = UNITS_PER_VALUE * (1 + k)
         selection = 2 * max(1, len(cands)) / SELECT_FRACTION
-        cap = max(MIN_SELECT, int(max_cost / (per_draw * (2 + selection))))
+        cap = max(MIN_SELECT, int(options.max_cost / (per_draw * (2 + selection))))
         plan = planned_draws(
             "laplace",
             step_eps,
             0.0,
             ratio=ratio,
-            target=target_power,
+            target=options.target_power,
             max_draws=cap,
             coordinates=k,
         )

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE, _label_of, attack_labels
+from bench.report.labels import WORST_CASE, attack_label_of, attack_labels
 from bench.report.plots import panel_figure, values_and_errors, varying_text, write_task_plots
 
 METRIC = "local_lipschitz"
@@ -113,7 +113,7 @@ def _radius_panels(rows: list[dict[str, Any]]) -> dict[str, dict[RadiusKey, list
             or "ssim" not in row.get("metrics", {})
         ):
             continue
-        label = WORST_CASE if attack == WORST_CASE else _label_of(row, labels)
+        label = WORST_CASE if attack == WORST_CASE else attack_label_of(row, labels)
         fixed = {k: v for k, v in params.items() if k not in (RADIUS, "eps")}
         out[row["task"]][(label, canonical_json(fixed))].append(row)
     return {
@@ -161,10 +161,18 @@ def ssim_vs_radius_png(task: str, panels: dict[RadiusKey, list[dict[str, Any]]])
     )
 
 
+def write_lipschitz_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """Write plots/<task>_lipschitz_vs_alpha.png under `out_dir` for rows sweeping the ARL
+    weight; returns the paths written."""
+    return write_task_plots(out_dir, SUFFIX, _panels(rows), lipschitz_vs_alpha_png)
+
+
+def write_ssim_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    """Write plots/<task>_ssim_vs_radius.png under `out_dir` for attack rows at >= 2 radii;
+    returns the paths written."""
+    return write_task_plots(out_dir, SSIM_SUFFIX, _radius_panels(rows), ssim_vs_radius_png)
+
+
 def write_posthoc_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """Write plots/<task>_lipschitz_vs_alpha.png (rows sweeping the ARL weight) and
-    plots/<task>_ssim_vs_radius.png (attack rows at >= 2 radii) under `out_dir`; returns
-    the paths written (none for a suite without either sweep)."""
-    return write_task_plots(
-        out_dir, SUFFIX, _panels(rows), lipschitz_vs_alpha_png
-    ) + write_task_plots(out_dir, SSIM_SUFFIX, _radius_panels(rows), ssim_vs_radius_png)
+    """Both sweeps' plots under `out_dir`; the paths written (none without either sweep)."""
+    return write_lipschitz_plots(rows, out_dir) + write_ssim_plots(rows, out_dir)

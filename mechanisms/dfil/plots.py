@@ -1,4 +1,5 @@
-"""Attack MSE against 1/dFIL with the Cramer-Rao and van Trees bounds (dFIL seed paper, Figs. 2
+"""Attack MSE against 1/dFIL with the Cramer-Rao and van Trees bounds ("Bounding the
+Invertibility of Privacy-Preserving Instance Encoding using Fisher Information", 2023, Figs. 2
 and 3): one PNG per task of a leaderboard, one panel per mechanism configuration swept over
 `inv_dfil` (e.g. dfil split early / late, with and without optimisations, dp-encoder).
 

@@ -1,0 +1,77 @@
+"""Which audit a mechanism's claim gets: the input-pair audit of core.py, unless the
+mechanism's family registers one of its own (an audit of the mechanism's own randomised
+test, such as PTR's ⊥ decision or a label-only keep rate).
+
+A family fills the registry when its package is imported (`register_audit(cls, audit)` in
+the family's hooks module); the audit looks the mechanism's class up along its bases, so a
+subclass inherits its family's audit. The job hash of an audited job covers the module of
+the audit it gets (`audit_modules`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.certify.audit.result import AuditResult
+from bench.protocols import Mechanism, Task
+
+# (notion, eps, delta, radius, distance) of a mechanism's declared guarantee.
+Claim = tuple[str, float | None, float, float | None, str | None]
+# Cost budget of an audit, in units of one input or release coordinate (or one encoder
+# weight) per draw: 3M draws per side of a 784-pixel image, under a minute on 2 cores.
+DEFAULT_COST = 1.2e10
+
+
+@dataclass(frozen=True)
+class AuditOptions:
+    """An audit's size and confidence (core.audit_mechanism documents each)."""
+
+    n_draws: int | None = None
+    n_select: int | None = None
+    max_cost: float = DEFAULT_COST
+    ratio: float = 1.25
+    target_power: float = 0.95
+    n_random: int = 2
+    n_worst: int = 1
+    confidence: float = 0.95
+    chunk: int | None = None
+
+
+FamilyAudit = Callable[[Mechanism, Task, int, Claim, AuditOptions], AuditResult]
+
+
+@dataclass(frozen=True)
+class RegisteredAudit:
+    """A family's audit and the claims it answers for (others get the input-pair audit)."""
+
+    audit: FamilyAudit
+    applies: Callable[[Claim], bool]
+
+
+_AUDITS: dict[type, RegisteredAudit] = {}
+
+
+def _always(claim: Claim) -> bool:
+    return True
+
+
+def register_audit(
+    mechanism_cls: type, audit: FamilyAudit, applies: Callable[[Claim], bool] = _always
+) -> None:
+    """Audit instances of `mechanism_cls` (and its subclasses) with `audit` when their
+    claim satisfies `applies`."""
+    _AUDITS[mechanism_cls] = RegisteredAudit(audit, applies)
+
+
+def registered_audit(mechanism_cls: type) -> RegisteredAudit | None:
+    """The audit registered for the nearest class along `mechanism_cls`'s bases, or None."""
+    for klass in mechanism_cls.__mro__:
+        if klass in _AUDITS:
+            return _AUDITS[klass]
+    return None
+
+
+def audit_modules(mechanism_cls: type) -> tuple[str, ...]:
+    """The module of the family audit `mechanism_cls` gets (none for the input-pair audit)."""
+    found = registered_audit(mechanism_cls)
+    return () if found is None else (found.audit.__module__,)

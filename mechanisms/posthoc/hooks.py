@@ -1,0 +1,39 @@
+"""What the Posthoc family adds to the harness: its mechanism's own audit (PTR's ⊥ decision
+and release noise, bench.certify.audit.ptr) and the paper's two sweep plots on a board."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.certify.audit.ptr import audit_ptr, claims_embedding_distance
+from bench.hooks import BoardPlot, register_audit, register_board_plot
+from mechanisms.posthoc.mechanism import PosthocPTR
+
+register_audit(PosthocPTR, audit_ptr, claims_embedding_distance)
+
+
+def _lipschitz_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    from mechanisms.posthoc.plots import write_lipschitz_plots  # matplotlib on a board only
+
+    return write_lipschitz_plots(rows, out_dir)
+
+
+def _ssim_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    from mechanisms.posthoc.plots import write_ssim_plots
+
+    return write_ssim_plots(rows, out_dir)
+
+
+register_board_plot(
+    [PosthocPTR.name],
+    BoardPlot(
+        "lipschitz_vs_alpha",
+        "mean certified local Lipschitz constant by ARL weight and radius",
+        _lipschitz_plots,
+    ),
+)
+register_board_plot(
+    [PosthocPTR.name],
+    BoardPlot("ssim_vs_radius", "attack SSIM against the radius R, a line per eps", _ssim_plots),
+)
