@@ -161,19 +161,27 @@ def plan_key(suite: str, seeds: int | None, device: str | None) -> str | None:
     """The key of a run's plan (module docstring), or None when its inputs cannot all be
     listed (then no plan is kept or used): a suite that is unknown or does not parse is
     left to the full run, which says what is wrong with it."""
+    return inputs_key([suite], seeds, device)
+
+
+def inputs_key(suites: list[str], seeds: int | None, device: str | None) -> str | None:
+    """One key over the inputs of the job lists of several suites (for one suite, its plan
+    key), or None as for `plan_key`; the project's files are read once, not once a suite."""
     try:
-        return _plan_key(suite, seeds, device)
+        return _inputs_key(suites, seeds, device)
     except (BenchError, OSError, ValueError):
         return None
 
 
-def _plan_key(suite: str, seeds: int | None, device: str | None) -> str | None:
+def _inputs_key(suites: list[str], seeds: int | None, device: str | None) -> str | None:
     key = _Key()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     key.add(FORMAT, sys.version, platform.machine(), os.cpu_count(), cpus, seeds, device)
-    path = suite_file(suite).resolve()  # its bytes, not its place: a copied run still hits
-    key.add("suite")
-    key.add_bytes(path.read_bytes())
+    # Their bytes, not their places: a copied run still hits.
+    paths = [suite_file(suite).resolve() for suite in suites]
+    for path in paths:
+        key.add("suite")
+        key.add_bytes(path.read_bytes())
     for name, file in _project_files():
         key.add(name)
         key.add_bytes(file.read_bytes())
@@ -183,7 +191,8 @@ def _plan_key(suite: str, seeds: int | None, device: str | None) -> str | None:
     )
     key.add("env", *env)
     budget = [MAX_DATA_FILES]
-    for root in [data_dir(), *_option_paths(path)]:
+    roots = [data_dir(), *(p for path in paths for p in _option_paths(path))]
+    for root in roots:
         if not _add_tree(key, Path(root), budget):
             return None
     return key.hexdigest()
