@@ -892,8 +892,10 @@ def validate(
     """Check a mechanism's contract, then audit its privacy claim. Exit 1 when a check
     fails; exit 3 when none fails but the audit is inconclusive (too little power to have
     caught a violation; --allow-inconclusive: exit 0); else 0."""
+    from bench.audit_progress import AuditProgress
     from bench.validation import parse_params, prepare, run_checks
 
+    progress = AuditProgress()  # on stderr: stdout keeps the report alone
     mut = prepare(
         mechanism,
         parse_params(param or []),
@@ -901,9 +903,12 @@ def validate(
         seed,
         cache_root=_cache_root(DEFAULT_STORE),
         fit_budget_s=fit_budget,
-        audit_options={} if draws is None else {"n_draws": draws},
+        audit_options={"progress": progress} | ({} if draws is None else {"n_draws": draws}),
     )
-    report = run_checks(mut, min_power=min_power)
+    try:
+        report = run_checks(mut, min_power=min_power)
+    finally:
+        progress.close()
     typer.echo(report.format())
     if not report.ok:
         raise typer.Exit(1)
