@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from bench.api import RunPlan
     from bench.executors import Executor
     from bench.jobs import Job
+    from bench.report.status import BoardStatus
     from bench.runner import FailedJob
+    from bench.status_cache import Checked
     from bench.store import ResultStore
     from bench.suite import Suite, SuiteSource
 
@@ -70,7 +72,7 @@ def _cache_root(store: Path) -> Path:
 def _print_version(value: bool) -> None:
     """`bench --version`: the version and the hash of every source file of the project."""
     if value:
-        from bench.hashing import project_code_hash  # imports torch: only when asked
+        from bench.project_hash import project_code_hash  # torch-free: answers in < 1 s
 
         typer.echo(f"bench {__version__} (code {project_code_hash()})")
         raise typer.Exit()
@@ -107,6 +109,9 @@ def list_cmd(
     ] = False,
 ) -> None:
     """List registered components of one kind."""
+    if kind == "suites":  # read from the suite files and boards alone: nothing to import
+        _list_suites()
+        return
     from bench.metrics import METRICS
     from bench.registry import ATTACKS, MECHANISMS, TASKS
 
@@ -128,8 +133,6 @@ def list_cmd(
     elif kind == "metrics":
         for spec in METRICS.values():
             typer.echo(f"{spec.name:16s} {spec.better:6s}-is-better  {spec.description}")
-    elif kind == "suites":
-        _list_suites()
     else:
         raise ConfigError(
             f"cannot list '{kind}'; choose tasks, mechanisms, attacks, metrics or suites"
@@ -556,36 +559,66 @@ def status(
     ] = False,
 ) -> None:
     """Which committed leaderboards are current: a board is stale when its suite's version
-    or its jobs' code changed since it was written, so a re-run may give other numbers."""
-    from bench.api import code_version_of, expand_suite
-    from bench.report.status import (
-        STALE,
-        BoardStatus,
-        board_status,
-        has_board,
-        no_board,
-        status_lines,
-    )
-    from bench.report.status import unchecked as unchecked_status
-    from bench.suite import available_suites, load_suite
+    or its jobs' code changed since it was written, so a re-run may give other numbers. A
+    suite checked before with every input unchanged is answered from that check
+    (bench.status_cache), without importing the components."""
+    from bench.plan_cache import inputs_key
+    from bench.report.status import STALE, status_lines
+    from bench.status_cache import keep_checked, load_checked
+    from bench.suite import available_suites
 
-    statuses: list[BoardStatus] = []
-    for name in suite or available_suites():
-        loaded = load_suite(name)
-        board_dir = boards / loaded.name
-        if not has_board(board_dir):  # a paper-scale suite never run here: nothing to expand
-            statuses.append(no_board(loaded.name))
-            continue
-        try:
-            _, jobs = expand_suite(name, check_device=False)
-        except BenchError as exc:  # e.g. its full-size data is not installed on this machine
-            statuses.append(unchecked_status(loaded.name, board_dir, str(exc)))
-            continue
-        statuses.append(board_status(loaded.name, loaded.version, code_version_of(jobs), board_dir))
+    names = suite or available_suites()
+    key = inputs_key(names, None, None)
+    kept = load_checked(DEFAULT_STORE, key) if key is not None else {}
+    found = dict(kept)
+    statuses = [_suite_status(name, boards, found) for name in names]
+    if key is not None and found != kept:
+        keep_checked(DEFAULT_STORE, key, found)
     for line in status_lines(statuses):
         typer.echo(line)
     if check and any(s.state == STALE for s in statuses):
         raise typer.Exit(1)
+
+
+def _suite_status(name: str, boards: Path, found: dict[str, Checked]) -> BoardStatus:
+    """One suite's board status: from its check in `found` (kept from an earlier status with
+    every input unchanged), else from listing its jobs; that check is added to `found` when
+    all the suite's components are the project's own."""
+    from bench.report.status import board_status, has_board, no_board, unchecked
+    from bench.status_cache import Checked, suite_header
+
+    header = suite_header(name)
+    if header is not None and not has_board(boards / header.name):
+        return no_board(header.name)  # a paper-scale suite never run here: nothing to list
+    checked = found.get(name)
+    if header is not None and checked is not None:
+        board_dir = boards / header.name
+        if checked.code_version is None:
+            return unchecked(header.name, board_dir, checked.unchecked or "")
+        return board_status(header.name, header.version, checked.code_version, board_dir)
+
+    from bench.api import code_version_of, expand_suite
+    from bench.project import in_project
+    from bench.registry import ATTACKS, MECHANISMS, TASKS
+    from bench.suite import load_suite
+
+    loaded = load_suite(name)
+    board_dir = boards / loaded.name
+    if not has_board(board_dir):
+        return no_board(loaded.name)
+    try:
+        _, jobs = expand_suite(name, check_device=False)
+        checked = Checked(code_version_of(jobs))
+    except BenchError as exc:  # e.g. its full-size data is not installed on this machine
+        checked = Checked(None, str(exc))
+    classes = [TASKS.get(e.name) for e in loaded.tasks]
+    classes += [MECHANISMS.get(e.name) for e in loaded.mechanisms]
+    classes += [ATTACKS.get(e.name) for e in loaded.attacks]
+    if all(in_project(c.__module__) for c in classes):
+        found[name] = checked
+    if checked.code_version is None:
+        return unchecked(loaded.name, board_dir, checked.unchecked or "")
+    return board_status(loaded.name, loaded.version, checked.code_version, board_dir)
 
 
 @app.command()
@@ -884,8 +917,10 @@ def validate(
     """Check a mechanism's contract, then audit its privacy claim. Exit 1 when a check
     fails; exit 3 when none fails but the audit is inconclusive (too little power to have
     caught a violation; --allow-inconclusive: exit 0); else 0."""
+    from bench.audit_progress import AuditProgress
     from bench.validation import parse_params, prepare, run_checks
 
+    progress = AuditProgress()  # on stderr: stdout keeps the report alone
     mut = prepare(
         mechanism,
         parse_params(param or []),
@@ -893,9 +928,12 @@ def validate(
         seed,
         cache_root=_cache_root(DEFAULT_STORE),
         fit_budget_s=fit_budget,
-        audit_options={} if draws is None else {"n_draws": draws},
+        audit_options={"progress": progress} | ({} if draws is None else {"n_draws": draws}),
     )
-    report = run_checks(mut, min_power=min_power)
+    try:
+        report = run_checks(mut, min_power=min_power)
+    finally:
+        progress.close()
     typer.echo(report.format())
     if not report.ok:
         raise typer.Exit(1)

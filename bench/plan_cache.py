@@ -160,19 +160,30 @@ def plan_key(suite: str | SuiteSource, seeds: int | None, device: str | None) ->
     """The key of a run's plan (module docstring), or None when its inputs cannot all be
     listed (then no plan is kept or used): a suite that is unknown or does not parse is
     left to the full run, which says what is wrong with it."""
+    return inputs_key([suite], seeds, device)
+
+
+def inputs_key(
+    suites: list[str | SuiteSource], seeds: int | None, device: str | None
+) -> str | None:
+    """One key over the inputs of the job lists of several suites (for one suite, its plan
+    key), or None as for `plan_key`; the project's files are read once, not once a suite."""
     try:
-        return _plan_key(suite, seeds, device)
+        return _inputs_key(suites, seeds, device)
     except (BenchError, OSError, ValueError):
         return None
 
 
-def _plan_key(suite: str | SuiteSource, seeds: int | None, device: str | None) -> str | None:
+def _inputs_key(
+    suites: list[str | SuiteSource], seeds: int | None, device: str | None
+) -> str | None:
     key = _Key()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     key.add(FORMAT, sys.version, platform.machine(), os.cpu_count(), cpus, seeds, device)
-    source = suite if isinstance(suite, SuiteSource) else read_suite(suite)
-    key.add("suite")  # its bytes, not its place: a copied run still hits
-    key.add_bytes(source.data)
+    sources = [s if isinstance(s, SuiteSource) else read_suite(s) for s in suites]
+    for source in sources:
+        key.add("suite")  # its bytes, not its place: a copied run still hits
+        key.add_bytes(source.data)
     for name, file in _project_files():
         key.add(name)
         key.add_bytes(file.read_bytes())
@@ -182,7 +193,8 @@ def _plan_key(suite: str | SuiteSource, seeds: int | None, device: str | None) -
     )
     key.add("env", *env)
     budget = [MAX_DATA_FILES]
-    for root in [data_dir(), *_option_paths(source)]:
+    roots = [data_dir(), *(p for source in sources for p in _option_paths(source))]
+    for root in roots:
         if not _add_tree(key, Path(root), budget):
             return None
     return key.hexdigest()

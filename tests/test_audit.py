@@ -284,3 +284,18 @@ def test_audit_is_deterministic_under_its_seed() -> None:
     strip = lambda r: {k: v for k, v in r.to_dict().items() if k != "seconds"}  # noqa: E731
     assert strip(a) == strip(b)
     assert strip(a) != strip(c)
+
+
+def test_progress_counts_every_planned_release_and_changes_no_number() -> None:
+    """The `progress` callback hears of every release drawn, in order, up to the planned
+    total (three pairs' selection and the evaluation), and the result is the same."""
+    mech = _calibrated(GaussInput, eps=2.0, r=0.5)
+    calls: list[tuple[int, int]] = []
+    told = audit_mechanism(mech, VECTOR, 3, n_draws=50_000, progress=lambda *c: calls.append(c))
+    quiet = audit_mechanism(mech, VECTOR, 3, n_draws=50_000)
+    strip = lambda r: {k: v for k, v in r.to_dict().items() if k != "seconds"}  # noqa: E731
+    assert strip(told) == strip(quiet)
+    total = 2 * told.n_select * told.n_pairs + 2 * told.n_draws
+    assert {t for _, t in calls} == {total}
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[-1] == total and len(done) > 2

@@ -4,7 +4,10 @@ live (environment, checkout, platform directories), and the licence and citation
 from __future__ import annotations
 
 import io
+import os
 import re
+import subprocess
+import sys
 import tarfile
 import tempfile
 import tomllib
@@ -30,6 +33,26 @@ def test_version_prints_the_version_and_the_code_hash() -> None:
     assert result.exit_code == 0
     assert result.stdout.strip() == f"bench {bench.__version__} (code {project_code_hash()})"
     assert re.fullmatch(r"[0-9a-f]{16}", project_code_hash())
+
+
+@pytest.mark.parametrize("args", [["--version"], ["list", "suites"]], ids=["version", "list"])
+def test_quick_commands_import_neither_torch_nor_numpy(args: list[str]) -> None:
+    """`bench --version` (its torch-free hash equals bench.hashing's) and `bench list suites`
+    answer without torch or numpy: a fresh interpreter's modules after the command."""
+    code = (
+        "import sys\nfrom bench.cli import main\n"
+        f"sys.argv = ['bench', *{args!r}]\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        "print('HEAVY', sorted({'torch', 'numpy'} & set(sys.modules)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    out, _, heavy = proc.stdout.rpartition("HEAVY ")
+    assert heavy.strip() == "[]"
+    if args == ["--version"]:
+        assert out.strip() == f"bench {bench.__version__} (code {project_code_hash()})"
 
 
 def test_data_dir_env_then_checkout_then_platform(monkeypatch, tmp_path) -> None:

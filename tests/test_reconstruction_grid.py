@@ -8,7 +8,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from bench.report.plots import _GAP_PX, _mosaic, reconstruction_grid_png
+from bench.report.plots import _GAP_PX, _grid_rows, _mosaic, reconstruction_grid_png
 
 
 def test_each_tile_lands_in_its_own_cell_on_a_white_canvas() -> None:
@@ -41,3 +41,37 @@ def test_the_grid_has_a_row_per_entry_and_a_column_per_image() -> None:
     width, height = Image.open(io.BytesIO(png)).size
     # 2.2 in of labels + 4 tiles of 1 in; 0.35 in of title + (1 original + 3) rows of 1 in.
     assert (width, height) == (620, 435)
+
+
+def test_rows_scored_on_smoothed_targets_are_shown_under_those_targets() -> None:
+    """The "original" row holds the test images most rows are scored on, even when a
+    smoothed setting sorts first; smoothed rows get a labelled row of their own targets,
+    and the rows after them the originals again."""
+    rng = np.random.default_rng(1)
+    raw = rng.uniform(0, 1, (3, 1, 8, 8))
+    smoothed = raw + 0.25 * rng.standard_normal(raw.shape)
+    early, late = "dfil(split=early, targets=smoothed)", "dfil(split=late, targets=raw)"
+    entries = [(f"{early}\ntv", smoothed, smoothed), (f"{early}\nmap", smoothed, smoothed)]
+    entries += [(f"{late}\n{attack}", raw, raw) for attack in ("tv", "map", "inverter")]
+    rows = _grid_rows(entries)
+    assert [label for label, _ in rows] == [
+        "original",
+        "smoothed targets: what the\nrows below are\nscored against",
+        f"{early}\ntv\nSSIM 1.00",
+        f"{early}\nmap\nSSIM 1.00",
+        "original",
+        f"{late}\ntv\nSSIM 1.00",
+        f"{late}\nmap\nSSIM 1.00",
+        f"{late}\ninverter\nSSIM 1.00",
+    ]
+    shown = [images for _, images in rows]
+    assert np.array_equal(shown[0], raw) and np.array_equal(shown[1], smoothed)
+    assert np.array_equal(shown[4], raw)
+    png = reconstruction_grid_png("fmnist", entries)
+    assert Image.open(io.BytesIO(png)).size[1] == 35 + 8 * 100  # title + 8 rows of 1 in
+
+
+def test_one_set_of_targets_gives_one_original_row() -> None:
+    x = np.random.default_rng(2).uniform(0, 1, (2, 1, 8, 8))
+    rows = _grid_rows([("a\ntv", x, x), ("b\ntv", x, x)])
+    assert [label.split("\n")[0] for label, _ in rows] == ["original", "a", "b"]

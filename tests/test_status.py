@@ -60,3 +60,31 @@ def test_bad_input_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
     proc = cli_here(monkeypatch, capsys, "status", "--suite", "smoke", "--boards", str(tmp_path))
     assert proc.returncode == 2 and "missing top-level keys" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_second_status_reuses_the_check_until_the_suite_file_changes(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """The second `bench status` with every input unchanged lists no job; an edited suite
+    file is checked again, and its new version is what the board is compared with."""
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    suite_path = tmp_path / "smoke.toml"
+    shutil.copy(ROOT / "bench" / "suites" / "smoke.toml", suite_path)
+    suite, jobs = expand_suite("smoke", check_device=False)
+    boards = tmp_path / "boards"
+    _board(boards, suite_version=suite.version, code_version=code_version_of(jobs))
+    args = ("status", "--suite", str(suite_path), "--boards", str(boards))
+    first = cli_here(monkeypatch, capsys, *args)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("smoke  current  (board of ")
+
+    listed: list[str] = []
+    monkeypatch.setattr("bench.api.expand", lambda *a, **k: listed.append("expanded") or jobs)
+    again = cli_here(monkeypatch, capsys, *args)
+    assert (again.returncode, again.stdout, listed) == (0, first.stdout, [])
+
+    text = suite_path.read_text()
+    suite_path.write_text(text.replace(f'version = "{suite.version}"', 'version = "99"', 1))
+    edited = cli_here(monkeypatch, capsys, *args)
+    assert listed == ["expanded"]
+    assert f"smoke  stale: suite version {suite.version} -> 99" in edited.stdout

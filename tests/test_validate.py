@@ -279,6 +279,10 @@ def test_cli_validate_passes_a_correct_mechanism(workdir: Path) -> None:
     assert "validate: INCONCLUSIVE" in proc.stdout and "FAIL " not in proc.stdout
     assert "power 0% < 80%" in proc.stdout
     assert "audit: eps_lb" in proc.stdout and "check_privacy_audit" in proc.stdout
+    # While it draws, stderr (not a terminal here: no bar) estimates the audit's time.
+    planned = 2 * 50_000 * 3 + 2 * 20_000  # 3 pairs' selection (at least 50,000) + evaluation
+    assert f"audit: {planned:,} releases planned, about " in proc.stderr
+    assert "planned" not in proc.stdout
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,7 @@
-"""`bench data fetch` and `bench data status`."""
+"""`bench data fetch` and `bench data status`.
+
+Their modules are imported when a command runs, not with the `bench` entry point: the
+dataset listing draws in numpy, which `bench --version` and `bench list` do not need."""
 
 from __future__ import annotations
 
@@ -7,8 +10,7 @@ from typing import Annotated
 
 import typer
 
-from bench.data import embedded, locations
-from bench.data.fetch import fetch
+from bench.data import locations
 
 data_app = typer.Typer(
     help="Install and inspect bench's embedded real data (nothing downloads at run time).",
@@ -20,6 +22,8 @@ data_app = typer.Typer(
 @data_app.command("fetch")
 def fetch_cmd() -> None:
     """Install every embedded dataset that is missing (idempotent: one line per item)."""
+    from bench.data.fetch import fetch
+
     typer.echo(f"data directory: {locations.data_dir()} ({locations.data_dir_source()})")
     fetch(echo=typer.echo)
 
@@ -31,6 +35,8 @@ def status_cmd(
     ] = False,
 ) -> None:
     """What is installed, what is missing, and where the data roots point."""
+    from bench.data import embedded
+
     typer.echo(f"data directory: {locations.data_dir()} ({locations.data_dir_source()})")
     typer.echo(f"checkout: {locations.checkout_root() or 'none (installed copy)'}")
     missing = 0

@@ -12,7 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.data.locations import data_dir
-from bench.tasks.sources import FMNIST_DEFAULT_ROOT, IDX_STEMS, ROTTEN_TOMATOES_FILE
+
+# The data file names live with their loaders (bench.tasks.sources, which imports numpy):
+# read from there when first used, so that listing suites imports no numpy.
+_FROM_SOURCES = frozenset({"FMNIST_DEFAULT_ROOT", "IDX_STEMS", "ROTTEN_TOMATOES_FILE"})
+
+
+def __getattr__(name: str) -> object:
+    """The data file names of `_FROM_SOURCES`, from bench.tasks.sources on first use."""
+    if name in _FROM_SOURCES:
+        from bench.tasks import sources
+
+        return getattr(sources, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 ROTTEN_TOMATOES_RECORDS = 10_605
 ROTTEN_TOMATOES_SHA256 = "c8293b0d942e90e223ea2c0955d969040d1a1be514a978b9af0698940bd13350"
@@ -76,6 +89,8 @@ def installed_version(distribution: str) -> str | None:
 
 def fmnist_complete(directory: Path) -> bool:
     """True when `directory` holds the four Fashion-MNIST IDX files (raw or .gz)."""
+    from bench.tasks.sources import IDX_STEMS
+
     return all(
         (directory / f"{stem}.gz").is_file() or (directory / stem).is_file() for stem in IDX_STEMS
     )
@@ -84,6 +99,8 @@ def fmnist_complete(directory: Path) -> bool:
 def fmnist_location() -> Path | None:
     """Where Fashion-MNIST is found: $BENCH_FMNIST_ROOT (or its FashionMNIST/raw/), else
     the Debian package's directory; None when neither is complete."""
+    from bench.tasks.sources import FMNIST_DEFAULT_ROOT
+
     override = os.environ.get("BENCH_FMNIST_ROOT")
     candidates = [Path(override), Path(override) / "FashionMNIST" / "raw"] if override else []
     candidates.append(FMNIST_DEFAULT_ROOT)
@@ -92,6 +109,8 @@ def fmnist_location() -> Path | None:
 
 def rotten_tomatoes_target() -> Path:
     """Where the snippets file lives in the data directory."""
+    from bench.tasks.sources import ROTTEN_TOMATOES_FILE
+
     return data_dir() / "rotten_tomatoes" / ROTTEN_TOMATOES_FILE
 
 

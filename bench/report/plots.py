@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -167,22 +168,55 @@ def _mosaic(rows: list[list[np.ndarray]], gap: int) -> np.ndarray:
     return canvas
 
 
+def _targets_label(row_label: str) -> str:
+    """The label of a row of targets other than the test images (dFIL's smoothed targets,
+    x + noise), named by the setting's `targets` value when its label shows one."""
+    named = re.search(r"targets=([\w-]+)", row_label)
+    kind = f"{named[1]} targets" if named else "targets"
+    return f"{kind}: what the\nrows below are\nscored against"
+
+
+def _grid_rows(
+    entries: list[tuple[str, np.ndarray, np.ndarray]],
+) -> list[tuple[str, np.ndarray]]:
+    """(label, images) of every grid row: the test images most rows are scored against
+    ("original") first; then each (setting, attack) row, preceded by its own targets
+    whenever they differ from the targets shown last (e.g. smoothed targets), so every
+    row is read against the images it was scored on."""
+    from bench.metrics.reconstruction import ssim
+
+    counts: list[tuple[np.ndarray, int]] = []
+    for _, x, _ in entries:
+        for i, (seen, n) in enumerate(counts):
+            if seen.shape == x.shape and np.array_equal(seen, x):
+                counts[i] = (seen, n + 1)
+                break
+        else:
+            counts.append((x, 1))
+    originals = max(counts, key=lambda c: c[1])[0]  # the first of the most shared
+    rows = [("original", originals)]
+    shown = originals
+    for label, x, x_hat in entries:  # each row says how close it is: SSIM on these images
+        if not (shown.shape == x.shape and np.array_equal(shown, x)):
+            same = originals.shape == x.shape and np.array_equal(originals, x)
+            rows.append(("original" if same else _targets_label(label), x))
+            shown = x
+        score = float(np.mean(ssim(np.clip(x, 0, 1), np.clip(x_hat, 0, 1), data_range=1.0)))
+        rows.append((f"{label}\nSSIM {score:.2f}", x_hat))
+    return rows
+
+
 def reconstruction_grid_png(task: str, entries: list[tuple[str, np.ndarray, np.ndarray]]) -> bytes:
     """Originals in the first row, then one row per (mechanism setting, attack): what each
-    attack recovers at each privacy level, on the same test images (seed 0). Drawn as one
-    mosaic image with the row labels beside it: one axes instead of one per tile keeps a
-    60-row grid to a fraction of a second."""
+    attack recovers at each privacy level, on the same test images (seed 0); a setting
+    scored against other targets (smoothed images) gets a labelled row of them above its
+    rows. Drawn as one mosaic image with the row labels beside it: one axes instead of one
+    per tile keeps a 60-row grid to a fraction of a second."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from bench.metrics.reconstruction import ssim
-
-    originals = entries[0][1]
-    cols = len(originals)
-    labelled = [("original", originals)]
-    for label, x, x_hat in entries:  # each row says how close it is: SSIM on these images
-        score = float(np.mean(ssim(np.clip(x, 0, 1), np.clip(x_hat, 0, 1), data_range=1.0)))
-        labelled.append((f"{label}\nSSIM {score:.2f}", x_hat))
+    labelled = _grid_rows(entries)
+    cols = len(labelled[0][1])
     canvas = _mosaic([[_as_image(im) for im in images[:cols]] for _, images in labelled], _GAP_PX)
     width, height = _LABEL_IN + cols * _TILE_IN, _TITLE_IN + len(labelled) * _TILE_IN
     fig = Figure(figsize=(width, height), dpi=100)

@@ -129,7 +129,15 @@ def render_site_index(
 def write_site_index(
     root: Path, descriptions: dict[str, str], versions: dict[str, str] | None = None
 ) -> Path:
-    """Write `root/index.html` (`render_site_index`) atomically."""
+    """Write `root/index.html` (`render_site_index`) atomically; for the checkout's own
+    leaderboards/, also its docs/*.md as HTML (bench.report.docs_pages), which the suite
+    pages' "docs" links open."""
+    from bench.data.locations import checkout_root
+    from bench.report.docs_pages import write_doc_pages
+
     index = Path(root) / "index.html"
     atomic_write(index, render_site_index(root, descriptions, versions).encode("utf-8"))
+    checkout = checkout_root()
+    if checkout is not None and Path(root).resolve() == (checkout / "leaderboards").resolve():
+        write_doc_pages(checkout / "docs")
     return index

@@ -49,7 +49,13 @@ from bench.certify.audit.power import (
     planned_draws,
 )
 from bench.certify.audit.registry import DEFAULT_COST, AuditOptions, registered_audit
-from bench.certify.audit.result import AuditResult, audit_generator
+from bench.certify.audit.result import (
+    AuditResult,
+    Progress,
+    audit_generator,
+    draw_counter,
+    no_progress,
+)
 from bench.certify.audit.thresholds import best_threshold
 from bench.device import host_view
 from bench.errors import MechanismOutputError
@@ -92,11 +98,15 @@ def release_scores(
     gen: torch.Generator,
     scorers: dict[str, Scorer],
     chunk: int = 4096,
+    counted: Callable[[int], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """Each distinguisher's score on `n` releases of the single input `x`. A ⊥ answer or a
-    non-finite score gets -inf: still a fixed function of the output, so the test is valid."""
+    non-finite score gets -inf: still a fixed function of the output, so the test is valid.
+    `counted` is told each chunk's release count (progress only)."""
     parts: dict[str, list[np.ndarray]] = {name: [] for name in scorers}
     for y, kept in _flat_releases(mechanism, x, n, gen, chunk):
+        if counted is not None:
+            counted(len(y))
         for name, score in scorers.items():
             s = score(y).double()
             s = torch.where(kept & torch.isfinite(s), s, torch.tensor(-math.inf, dtype=s.dtype))
@@ -294,19 +304,30 @@ def audit_mechanism(
     n_worst: int = 1,
     confidence: float = 0.95,
     chunk: int | None = None,
+    progress: Progress = no_progress,
 ) -> AuditResult:
     """Audit a FITTED mechanism's declared claim on `task` (module docstring); deterministic
     given `seed`. `n_draws` fixes the evaluation size (default: planned from the claim for
     `target_power` against `ratio` x the claimed eps, within `max_cost` units);
     `n_select` the selection draws per pair and side (default n_draws / 16); `chunk` the
-    releases per call (default: about CHUNK_VALUES input and release values)."""
+    releases per call (default: about CHUNK_VALUES input and release values); `progress`
+    is told the releases drawn of those planned (selection and evaluation)."""
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     claim = _claim(mechanism)
     family = registered_audit(type(mechanism))
     if family is not None and family.applies(claim):  # the family's own test (registry.py)
         options = AuditOptions(
-            n_draws, n_select, max_cost, ratio, target_power, n_random, n_worst, confidence, chunk
+            n_draws,
+            n_select,
+            max_cost,
+            ratio,
+            target_power,
+            n_random,
+            n_worst,
+            confidence,
+            chunk,
+            progress,
         )
         return family.audit(mechanism, task, seed, claim, options)
     reason = _skip_reason(task, claim)
@@ -344,6 +365,7 @@ def audit_mechanism(
 
     noise = mechanism.noise()
     gaussian_noise = noise is not None and noise.kind == "gaussian"
+    counted = draw_counter(progress, 2 * n_sel * len(pairs) + 2 * n_eval)
     best: tuple[float, int, str, float, Scorer] | None = None
     for i, pair in enumerate(pairs):
 
@@ -355,8 +377,9 @@ def audit_mechanism(
         scorers = distinguishers(mechanism, pair, release_dim, direction)
         if not scorers:
             continue
-        s0 = release_scores(mechanism, pair.x0, n_sel, _generator(seed, f"sel/{i}/0"), scorers)
-        s1 = release_scores(mechanism, pair.x1, n_sel, _generator(seed, f"sel/{i}/1"), scorers)
+        gen0, gen1 = _generator(seed, f"sel/{i}/0"), _generator(seed, f"sel/{i}/1")
+        s0 = release_scores(mechanism, pair.x0, n_sel, gen0, scorers, counted=counted)
+        s1 = release_scores(mechanism, pair.x1, n_sel, gen1, scorers, counted=counted)
         for stat, scorer in scorers.items():
             gaussian = stat == "projection" and gaussian_noise
             threshold, bound = best_threshold(s0[stat], s1[stat], delta, alpha, n_eval, gaussian)
@@ -379,8 +402,13 @@ def audit_mechanism(
 
     _, i, stat, threshold, scorer = best
     pair = pairs[i]
-    e0 = release_scores(mechanism, pair.x0, n_eval, _generator(seed, "eval/0"), {stat: scorer})
-    e1 = release_scores(mechanism, pair.x1, n_eval, _generator(seed, "eval/1"), {stat: scorer})
+    chosen = {stat: scorer}
+    e0 = release_scores(
+        mechanism, pair.x0, n_eval, _generator(seed, "eval/0"), chosen, counted=counted
+    )
+    e1 = release_scores(
+        mechanism, pair.x1, n_eval, _generator(seed, "eval/1"), chosen, counted=counted
+    )
     false_pos = int((e0[stat] > threshold).sum())
     false_neg = int((e1[stat] <= threshold).sum())
     eps_lb = float(eps_lower_bound(false_pos, n_eval, false_neg, n_eval, delta, alpha))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,11 @@ from torch.func import functional_call
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
 from bench.certify.audit.power import ScoreModel, detection_power, gdp_mu_estimate, ideal_bound
 from bench.certify.audit.registry import AuditOptions, Claim
-from bench.certify.audit.result import AuditResult, audit_generator
+from bench.certify.audit.result import (
+    AuditResult,
+    audit_generator,
+    draw_counter,
+)
 from bench.device import to_cpu, to_device
 from bench.protocols import Mechanism, Task
 
@@ -125,29 +130,43 @@ def disagreeing_pairs(mechanism: Any, task: Task, seed: int) -> list[tuple[torch
     return pairs
 
 
-def _keeps(mechanism: Any, x: torch.Tensor, label: int, n: int, gen: torch.Generator) -> np.ndarray:
+def _keeps(
+    mechanism: Any,
+    x: torch.Tensor,
+    label: int,
+    n: int,
+    gen: torch.Generator,
+    counted: Callable[[int], None],
+) -> np.ndarray:
     """1.0 where a release of x answers `label`, for n fresh releases."""
     parts = []
     for start in range(0, n, CHUNK):
         m = min(CHUNK, n - start)
+        counted(m)
         release = mechanism.release(x.expand(m, *x.shape).clone(), gen)
         parts.append((release.values.argmax(1) == label).double().numpy())
     return np.concatenate(parts)
 
 
-def _draws(mechanism: Any, pair: tuple[torch.Tensor, int], n: int, seed: int, tag: str):
+def _draws(
+    mechanism: Any,
+    pair: tuple[torch.Tensor, int],
+    n: int,
+    seed: int,
+    tag: str,
+    counted: Callable[[int], None],
+):
     """Keep indicators (D' side, D side) of `pair`, each from n fresh releases."""
     x, member = pair
     label = int(_labels(mechanism, x.unsqueeze(0))[0, 0])
     saved = mechanism.memory
     mechanism.memory = _Fresh()
     try:
-        own = _keeps(mechanism, x, label, n, audit_generator(seed, f"label/{tag}/1"))
+        own = _keeps(mechanism, x, label, n, audit_generator(seed, f"label/{tag}/1"), counted)
     finally:
         mechanism.memory = saved
-    other = _keeps(
-        _neighbour(mechanism, member), x, label, n, audit_generator(seed, f"label/{tag}/0")
-    )
+    neighbour = _neighbour(mechanism, member)
+    other = _keeps(neighbour, x, label, n, audit_generator(seed, f"label/{tag}/0"), counted)
     return other, own
 
 
@@ -171,7 +190,8 @@ def audit_label_only(
     claim: Claim,
     options: AuditOptions,
 ) -> AuditResult:
-    """Audit the keep rate of a label-only iDP mechanism (module docstring)."""
+    """Audit the keep rate of a label-only iDP mechanism (module docstring); `progress` as
+    in core.audit_mechanism."""
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     notion, eps, delta, radius, _ = claim
@@ -221,16 +241,17 @@ def audit_label_only(
             reason="no leave-one-out network disagrees with N on the candidate queries",
             **power_fields,
         )
+    counted = draw_counter(options.progress, 2 * n_sel * len(pairs) + 2 * n_eval)
     best: tuple[float, int] | None = None
     for i, pair in enumerate(pairs):
-        s0, s1 = _draws(mech, pair, n_sel, seed, f"sel/{i}")
+        s0, s1 = _draws(mech, pair, n_sel, seed, f"sel/{i}", counted)
         fp, fn = int((s0 > 0).sum()), int((s1 <= 0).sum())
         bound = float(eps_lower_bound(fp, n_sel, fn, n_sel, delta, alpha))
         if best is None or bound > best[0]:
             best = (bound, i)
     assert best is not None
     i = best[1]
-    e0, e1 = _draws(mech, pairs[i], n_eval, seed, "eval")
+    e0, e1 = _draws(mech, pairs[i], n_eval, seed, "eval", counted)
     false_pos, false_neg = int((e0 > 0).sum()), int((e1 <= 0).sum())
     eps_lb = float(eps_lower_bound(false_pos, n_eval, false_neg, n_eval, delta, alpha))
     return result(

@@ -51,7 +51,11 @@ from bench.certify.accounting import laplace_scale
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
 from bench.certify.audit.power import gdp_mu_estimate, plan_at, planned_draws
 from bench.certify.audit.registry import AuditOptions, Claim
-from bench.certify.audit.result import AuditResult, audit_generator
+from bench.certify.audit.result import (
+    AuditResult,
+    audit_generator,
+    draw_counter,
+)
 from bench.certify.audit.thresholds import best_threshold
 from bench.device import host_view
 from bench.protocols import Mechanism, NoiseModel, Task
@@ -268,11 +272,18 @@ def candidates(
 
 
 def _scores(
-    model: PTRModel, cand: Candidate, side: int, n: int, gen: torch.Generator
+    model: PTRModel,
+    cand: Candidate,
+    side: int,
+    n: int,
+    gen: torch.Generator,
+    counted: Callable[[int], None],
 ) -> np.ndarray:
     parts = []
     for start in range(0, n, CHUNK):
-        released, values = model.draw(cand.sides[side], min(CHUNK, n - start), gen)
+        m = min(CHUNK, n - start)
+        counted(m)
+        released, values = model.draw(cand.sides[side], m, gen)
         parts.append(cand.score(released, values).numpy())
     return np.concatenate(parts)
 
@@ -295,7 +306,8 @@ def audit_ptr(
     options: AuditOptions,
 ) -> AuditResult:
     """Audit a fitted Posthoc PTR mechanism's two steps (module docstring); deterministic
-    given `seed`. Sizes as in core.audit_mechanism, planned for the release step."""
+    given `seed`. Sizes and `progress` as in core.audit_mechanism, planned for the release
+    step."""
     start = time.perf_counter()
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
     notion, eps, delta, radius, _ = claim
@@ -349,10 +361,11 @@ def audit_ptr(
         "confidence": confidence,
         "eps_detectable": STEPS * eps_detectable(n_eval, n_eval, 0.0, alpha),
     }
+    counted = draw_counter(options.progress, 2 * n_sel * len(cands) + 2 * n_eval)
     best: tuple[float, Candidate, float] | None = None
     for c in cands:
-        s0 = _scores(model, c, 0, n_sel, audit_generator(seed, f"ptr/sel/{c.index}/0"))
-        s1 = _scores(model, c, 1, n_sel, audit_generator(seed, f"ptr/sel/{c.index}/1"))
+        s0 = _scores(model, c, 0, n_sel, audit_generator(seed, f"ptr/sel/{c.index}/0"), counted)
+        s1 = _scores(model, c, 1, n_sel, audit_generator(seed, f"ptr/sel/{c.index}/1"), counted)
         threshold, bound = best_threshold(s0, s1, 0.0, alpha, n_eval)
         if best is None or c.factor * bound > best[0]:
             best = (c.factor * bound, c, threshold)
@@ -366,8 +379,8 @@ def audit_ptr(
             **power_fields,
         )
     _, c, threshold = best
-    e0 = _scores(model, c, 0, n_eval, audit_generator(seed, "ptr/eval/0"))
-    e1 = _scores(model, c, 1, n_eval, audit_generator(seed, "ptr/eval/1"))
+    e0 = _scores(model, c, 0, n_eval, audit_generator(seed, "ptr/eval/0"), counted)
+    e1 = _scores(model, c, 1, n_eval, audit_generator(seed, "ptr/eval/1"), counted)
     false_pos, false_neg = int((e0 > threshold).sum()), int((e1 <= threshold).sum())
     pair_lb = float(eps_lower_bound(false_pos, n_eval, false_neg, n_eval, 0.0, alpha))
     eps_lb = STEPS * c.factor * pair_lb

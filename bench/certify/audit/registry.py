@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.certify.audit.result import AuditResult
+from bench.certify.audit.result import AuditResult, Progress, no_progress
 from bench.protocols import Mechanism, Task
 
 # (notion, eps, delta, radius, distance) of a mechanism's declared guarantee.
@@ -35,6 +35,7 @@ class AuditOptions:
     n_worst: int = 1
     confidence: float = 0.95
     chunk: int | None = None
+    progress: Progress = no_progress  # told the releases drawn of those planned
 
 
 FamilyAudit = Callable[[Mechanism, Task, int, Claim, AuditOptions], AuditResult]

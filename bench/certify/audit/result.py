@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -15,6 +16,28 @@ def audit_generator(seed: int, purpose: str) -> torch.Generator:
     """The generator of one part of an audit: a fixed function of the seed and the purpose,
     so every part draws the same numbers on every machine and in every order."""
     return torch.Generator().manual_seed(derive_seed(seed, f"audit/{purpose}"))
+
+
+# Told (releases drawn so far, releases the audit plans in all) as the audit draws, for a
+# caller's progress display (`bench validate`); never read back, so no number depends on it.
+Progress = Callable[[int, int], None]
+
+
+def no_progress(done: int, total: int) -> None:
+    """The default Progress: report nothing."""
+
+
+def draw_counter(progress: Progress, total: int) -> Callable[[int], None]:
+    """A callable each chunk of releases is counted with: `progress` gets the running sum
+    out of `total`."""
+    done = 0
+
+    def count(m: int) -> None:
+        nonlocal done
+        done += m
+        progress(done, total)
+
+    return count
 
 
 @dataclass(frozen=True)
