@@ -267,7 +267,7 @@ def test_suite_page_links_each_mechanism_to_its_paper_and_shows_the_chance_line(
     write_leaderboard("s", "1", rows, tmp_path, code_version="0.1.0+ab", generated_at=STAMP)
     page = (tmp_path / "index.html").read_text()
     assert '<a href="https://arxiv.org/abs/2411.18746"' in page
-    assert 'href="../../docs/inference-privacy.md"' in page
+    assert 'href="../../docs/inference-privacy.html"' in page
     assert 'class="chance-row"' in page and ">at chance</span>" in page
     assert page.count(">at chance</span>") == 1
     doc = json.loads((tmp_path / "leaderboard.json").read_text())

@@ -4,6 +4,7 @@ per check), each check catches the fault it names, expected failures need a reas
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any, ClassVar
@@ -372,12 +373,12 @@ class Overconfident(NaiveNoise):
     name = "test-overconfident"
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
-        declared = self.params["eps"]
-        self.params = {**self.params, "eps": declared + 3.0}
+        declared = self.p
+        self.p = dataclasses.replace(declared, eps=declared.eps + 3.0)
         try:
             return super().release(x, generator)
         finally:
-            self.params = {**self.params, "eps": declared}
+            self.p = declared
 
 
 class Unmarked(NaiveNoise):
