@@ -565,13 +565,17 @@ def status(
     from bench.plan_cache import inputs_key
     from bench.report.status import STALE, status_lines
     from bench.status_cache import keep_checked, load_checked
-    from bench.suite import available_suites
+    from bench.suite import available_suites, read_suite
 
     names = suite or available_suites()
-    key = inputs_key(names, None, None)
+    sources = [read_suite(name) for name in names]  # each file read and parsed once
+    key = inputs_key(sources, None, None)
     kept = load_checked(DEFAULT_STORE, key) if key is not None else {}
     found = dict(kept)
-    statuses = [_suite_status(name, boards, found) for name in names]
+    statuses = [
+        _suite_status(name, source, boards, found)
+        for name, source in zip(names, sources, strict=True)
+    ]
     if key is not None and found != kept:
         keep_checked(DEFAULT_STORE, key, found)
     for line in status_lines(statuses):
@@ -580,14 +584,16 @@ def status(
         raise typer.Exit(1)
 
 
-def _suite_status(name: str, boards: Path, found: dict[str, Checked]) -> BoardStatus:
+def _suite_status(
+    name: str, source: SuiteSource, boards: Path, found: dict[str, Checked]
+) -> BoardStatus:
     """One suite's board status: from its check in `found` (kept from an earlier status with
     every input unchanged), else from listing its jobs; that check is added to `found` when
     all the suite's components are the project's own."""
     from bench.report.status import board_status, has_board, no_board, unchecked
     from bench.status_cache import Checked, suite_header
 
-    header = suite_header(name)
+    header = suite_header(source)
     if header is not None and not has_board(boards / header.name):
         return no_board(header.name)  # a paper-scale suite never run here: nothing to list
     checked = found.get(name)
@@ -602,12 +608,12 @@ def _suite_status(name: str, boards: Path, found: dict[str, Checked]) -> BoardSt
     from bench.registry import ATTACKS, MECHANISMS, TASKS
     from bench.suite import load_suite
 
-    loaded = load_suite(name)
+    loaded = load_suite(source)
     board_dir = boards / loaded.name
     if not has_board(board_dir):
         return no_board(loaded.name)
     try:
-        _, jobs = expand_suite(name, check_device=False)
+        _, jobs = expand_suite(source, check_device=False)
         checked = Checked(code_version_of(jobs))
     except BenchError as exc:  # e.g. its full-size data is not installed on this machine
         checked = Checked(None, str(exc))

@@ -12,14 +12,12 @@ project's own components are recorded (a plug-in's files are not in the key). To
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.data.locations import cache_dir
-from bench.errors import BenchError
 from bench.fsutil import atomic_write
-from bench.suite import suite_file
+from bench.suite import SuiteSource
 
 FORMAT = 1  # bump when what a record holds changes
 
@@ -41,13 +39,12 @@ class Checked:
     unchecked: str | None = None
 
 
-def suite_header(name_or_path: str) -> SuiteHeader | None:
-    """The suite's name and version, or None when the file does not parse (the full check
-    then says what is wrong with it)."""
+def suite_header(source: SuiteSource) -> SuiteHeader | None:
+    """The suite's name and version, or None when the file lacks them (the full check then
+    says what is wrong with it)."""
     try:
-        raw = tomllib.loads(suite_file(name_or_path).read_text(encoding="utf-8"))
-        return SuiteHeader(str(raw["name"]), str(raw["version"]))
-    except (BenchError, OSError, ValueError, KeyError):
+        return SuiteHeader(str(source.raw["name"]), str(source.raw["version"]))
+    except KeyError:
         return None
 
 
