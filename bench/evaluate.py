@@ -8,6 +8,8 @@ released mask), so a faulty mechanism or attack fails its job with a one-line
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import torch
 
 from bench.cache import ArtifactCache
 from bench.certify.audit.core import audit_mechanism
-from bench.device import is_accelerator, job_device, to_cpu
+from bench.device import DeviceRun, is_accelerator, job_device, to_cpu
 from bench.errors import ConfigError, MechanismOutputError
 from bench.hashing import derive_seed, digest, seeded_init
 from bench.jobs import Job
@@ -25,7 +27,7 @@ from bench.metrics import NONDETERMINISTIC_OPS, MetricResult
 from bench.metrics.reconstruction import l1, l2, mse, psnr, ssim
 from bench.metrics.stats import scalar, summarize
 from bench.metrics.utility import accuracy, auc
-from bench.protocols import Attack, FitContext, Mechanism, Release, Task
+from bench.protocols import Attack, FitContext, Mechanism, Release, Splits, Task
 from bench.queries import RepeatedQueries
 from bench.registry import ATTACKS, MECHANISMS
 from bench.suite import make_task
@@ -228,6 +230,55 @@ def attack_metrics(
     return metrics, x_hat
 
 
+@contextmanager
+def job_environment(job: Job) -> Iterator[DeviceRun]:
+    """Run the body as `job` runs anywhere: torch pinned to the job's own thread count, its
+    global RNG seeded from the job's config, on the job's device (the DeviceRun yielded)."""
+    global_seed = int(digest(job.config()), 16)  # the config, not the code: stable across edits
+    with (
+        pinned_threads(job.threads),
+        job_device(job.device) as on,
+        seeded_init(global_seed, "job-global-rng"),
+    ):
+        yield on
+
+
+class CostClock:
+    """Seconds since it was made, with cached artifacts counted at their recorded build time:
+    a job's cost as if built from scratch, the same whatever the cache held."""
+
+    def __init__(self, cache: ArtifactCache) -> None:
+        self.cache, self.start = cache, time.perf_counter()
+        self.inside, self.built = cache.seconds_inside, cache.build_seconds
+
+    def seconds(self) -> float:
+        cached = (self.cache.seconds_inside - self.inside) - (self.cache.build_seconds - self.built)
+        return time.perf_counter() - self.start - cached
+
+
+@dataclass
+class FittedJob:
+    """A job's task and splits, its artifact cache, and its mechanism fitted on the training
+    split in `fit_s` seconds (CostClock)."""
+
+    task: Task
+    splits: Splits
+    cache: ArtifactCache
+    mechanism: Mechanism
+    fit_s: float
+
+
+def fit_mechanism(job: Job, cache_root: Path, progress: bool, device: torch.device) -> FittedJob:
+    """Build the job's task and fit its mechanism: the first half of every job."""
+    task = make_task(job.task, job.task_options)
+    splits = task.splits()
+    cache = ArtifactCache(cache_root, device=device)
+    mech: Mechanism = MECHANISMS.get(job.mechanism)(**job.params)
+    clock = CostClock(cache)
+    mech.fit(task, splits, FitContext(job.seed, cache, progress, device))
+    return FittedJob(task, splits, cache, mech, clock.seconds())
+
+
 def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
     """Execute `job` from scratch (cached artifacts aside) and return its metrics, with
     torch pinned to the job's own thread count and its global RNG seeded from the job's
@@ -235,12 +286,7 @@ def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
     device (bench.device). On an accelerator the row also says whether an op without a
     deterministic kernel ran (`nondeterministic_ops`, 0 or 1), so `bench compare` holds it
     to its tolerance rather than to exact equality."""
-    global_seed = int(digest(job.config()), 16)  # the config, not the code: stable across edits
-    with (
-        pinned_threads(job.threads),
-        job_device(job.device) as on,
-        seeded_init(global_seed, "job-global-rng"),
-    ):
+    with job_environment(job) as on:
         outcome = _run_job(job, cache_root, progress, on.device)
     if is_accelerator(on.device):
         outcome.metrics[NONDETERMINISTIC_OPS.name] = scalar(float(on.nondeterministic))
@@ -249,21 +295,14 @@ def run_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
 
 def _run_job(job: Job, cache_root: Path, progress: bool, device: torch.device) -> JobOutcome:
     start = time.perf_counter()
-    task = make_task(job.task, job.task_options)
-    splits = task.splits()
-    cache = ArtifactCache(cache_root, device=device)
-    mech: Mechanism = MECHANISMS.get(job.mechanism)(**job.params)
+    fitted = fit_mechanism(job, cache_root, progress, device)
+    task, splits, cache, mech = fitted.task, fitted.splits, fitted.cache, fitted.mechanism
     who = f"mechanism {job.mechanism}"
-
-    t0 = time.perf_counter()
-    mech.fit(task, splits, FitContext(job.seed, cache, progress, device))
-    # Fit cost as if built from scratch: cached artifacts count at their recorded build time.
-    fit_s = time.perf_counter() - t0 - cache.seconds_inside + cache.build_seconds
 
     if job.attack is None:
         release, release_ms = _release(mech, splits.test.x, job.seed, who)
         metrics = utility_metrics(task, mech, release, splits.test.y, who)
-        metrics["fit_s"] = scalar(fit_s)
+        metrics["fit_s"] = scalar(fitted.fit_s)
         metrics["release_ms"] = scalar(release_ms)
         metrics.update(mech.claim_metrics(task, splits))
         if job.seed == 0:  # one audit per setting: each is a 95% test, seeds would multiply
@@ -289,8 +328,7 @@ def _run_job(job: Job, cache_root: Path, progress: bool, device: torch.device) -
     target_x = to_cpu(mech.attack_inputs(head, inputs_gen))
     _check_tensor(target_x, tuple(head.shape), f"{who}: attack_inputs()")
     release, _ = _release(queried, target_x, job.seed, who)  # type: ignore[arg-type]
-    t0 = time.perf_counter()
-    inside0, built0 = cache.seconds_inside, cache.build_seconds
+    clock = CostClock(cache)
     attack_ctx = FitContext(derive_seed(job.seed, "attack"), cache, progress, device)
     attack.fit(queried, task, splits.aux, attack_ctx)  # type: ignore[arg-type]
     table = to_cpu(mech.embedding_table())
@@ -298,9 +336,8 @@ def _run_job(job: Job, cache_root: Path, progress: bool, device: torch.device) -
         task, attack, release, target_x, splits.aux.x, mech.may_abstain, table
     )
     # Attack cost as if built from scratch (a learned prior cached by another job counts at
-    # its recorded build time), like fit_s: the same in every job, whatever the cache held.
-    cached = (cache.seconds_inside - inside0) - (cache.build_seconds - built0)
-    metrics["attack_s"] = scalar(time.perf_counter() - t0 - cached)
+    # its recorded build time), like fit_s.
+    metrics["attack_s"] = scalar(clock.seconds())
     metrics.update({name: scalar(value) for name, value in attack.tuned().items()})
     # Bounds speak about what the attack reconstructed: embeddings, for a continuous attack
     # on a discrete task.

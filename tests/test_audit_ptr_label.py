@@ -1,6 +1,7 @@
 """Audits of mechanisms' own randomised tests: Posthoc PTR's release noise and ⊥ decision
-(bench/certify/audit/ptr.py) and label-only iDP access's keep rate (label_only.py). Correct
-mechanisms pass in >= 19 of 20 seeds, planted under-noised ones are refuted in >= 19 of 20.
+(mechanisms/posthoc/audit.py) and label-only iDP access's keep rate
+(mechanisms/label_only/audit.py). Correct mechanisms pass in >= 19 of 20 seeds, planted
+under-noised ones are refuted in >= 19 of 20.
 
 The stand-ins run the REAL release() of PosthocPTR and NaiveIDP on tiny hand-built parts
 (an identity embedder, a 2-3 unit obfuscator, a stack of tiny networks) instead of fitting

@@ -10,8 +10,8 @@ from mechanisms.label_only.lucid import LabelOnly, LeaveOneOutAccess, NaiveIDP
 from mechanisms.noise.input_noise import GaussInput
 from mechanisms.posthoc.mechanism import PosthocPTR
 
-PTR_AUDIT = "bench.certify.audit.ptr"
-KEEP_RATE_AUDIT = "bench.certify.audit.label_only"
+PTR_AUDIT = "mechanisms.posthoc.audit"
+KEEP_RATE_AUDIT = "mechanisms.label_only.audit"
 
 
 class DerivedPTR(PosthocPTR):
@@ -37,9 +37,9 @@ def test_a_family_audit_answers_only_the_claims_it_tests() -> None:
 def test_an_audited_job_hash_covers_its_own_family_audit_only() -> None:
     ptr_files = {p.as_posix() for p in code_files_of(PosthocPTR, audited=True)}
     gauss_files = {p.as_posix() for p in code_files_of(GaussInput, audited=True)}
-    assert any(f.endswith("certify/audit/ptr.py") for f in ptr_files)
+    assert any(f.endswith("posthoc/audit.py") for f in ptr_files)
     assert any(f.endswith("certify/audit/core.py") for f in gauss_files)
-    assert not any(f.endswith("certify/audit/ptr.py") for f in gauss_files)
-    assert not any(f.endswith("certify/audit/label_only.py") for f in gauss_files)
+    assert not any(f.endswith("posthoc/audit.py") for f in gauss_files)
+    assert not any(f.endswith("label_only/audit.py") for f in gauss_files)
     unaudited = {p.as_posix() for p in code_files_of(PosthocPTR, audited=False)}
-    assert not any(f.endswith("certify/audit/ptr.py") for f in unaudited)
+    assert not any(f.endswith("posthoc/audit.py") for f in unaudited)

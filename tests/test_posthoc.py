@@ -217,7 +217,7 @@ def test_audit_tests_ptr_own_steps_in_embedding_space(
     fitted: tuple[PosthocPTR, object],
 ) -> None:
     """The claim is over l_inf in embedding space: the audit tests PTR's own steps there
-    (bench/certify/audit/ptr.py), on the claim's scale, and a real fit passes."""
+    (mechanisms/posthoc/audit.py), on the claim's scale, and a real fit passes."""
     mech, task = fitted
     result = audit_mechanism(mech, task, 0, n_draws=20_000, n_select=5_000)  # type: ignore[arg-type]
     assert result.audited and result.passed, result.summary()

@@ -11,8 +11,9 @@
   bounds (bounds.py) and the van Trees prior term (score_matching.py).
 - `audit/`: the empirical privacy audit behind `bench validate` and `eps_audit_lb`
   (core.py: the input-pair audit; pairs.py: input pairs at the claimed radius; bounds.py:
-  Clopper-Pearson lower bounds on eps; registry.py: the audit a family registers for its
-  own mechanisms, e.g. ptr.py for Posthoc PTR, label_only.py for label-only access).
+  Clopper-Pearson lower bounds on eps; registry.py: where a family registers the audit of
+  its own mechanisms' randomised tests, which lives in the family's folder, e.g.
+  mechanisms/posthoc/audit.py, mechanisms/label_only/audit.py).
 - `accounting.py`: the noise calibrations (Laplace, classic and analytic Gaussian), public
   as bench.accounting.
 

@@ -12,7 +12,8 @@ Entry points (registered names -> module):
   ALIBI's noised soft labels.
 
 Support: base.py (the label-only mechanism base: canonical records, the exponential
-mechanism), leave_one_out.py (N and its n leave-one-out networks, vmapped training).
+mechanism), leave_one_out.py (N and its n leave-one-out networks, vmapped training),
+audit.py (the audit of the iDP keep rate, registered in hooks.py).
 
 To add a sibling: derive from `base.LabelOnlyMechanism` (or lucid.LeaveOneOutAccess to reuse
 the cached leave-one-out networks) and decorate with `@register_mechanism`; a bound its

@@ -7,7 +7,8 @@ Entry points (registered names -> module):
 - `ldp-embedding` (mechanism.py): Laplace on the clipped embedding (the LDP baseline).
 
 Support: models.py (beta-VAE, obfuscators, their training), ptr.py (one certified decision
-per query, Alg. 1 of the supplement).
+per query, Alg. 1 of the supplement), audit.py (the audit of PTR's test and release steps,
+registered in hooks.py).
 
 To add a sibling (e.g. another obfuscator): add the variant to models.py and to the
 `variant` choices of mechanism.py; a new release rule goes in ptr.py with a test against

@@ -1,13 +1,13 @@
 """What the Posthoc family adds to the harness: its mechanism's own audit (PTR's ⊥ decision
-and release noise, bench.certify.audit.ptr) and the paper's two sweep plots on a board."""
+and release noise, mechanisms.posthoc.audit) and the paper's two sweep plots on a board."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from bench.certify.audit.ptr import audit_ptr, claims_embedding_distance
 from bench.hooks import BoardPlot, register_audit, register_board_plot
+from mechanisms.posthoc.audit import audit_ptr, claims_embedding_distance
 from mechanisms.posthoc.mechanism import PosthocPTR
 
 register_audit(PosthocPTR, audit_ptr, claims_embedding_distance)

@@ -406,7 +406,7 @@ class PosthocPTR(Mechanism):
         released = torch.tensor([d.released for d in decisions], dtype=torch.bool)
         # 4. Release f(g(x)) + Lap(DeltaP R / eps) per coordinate (ptr.release_scale), drawn
         # on the CPU like the test noise: k values per query, and the audit's replay of this
-        # release (bench.certify.audit.ptr) draws them there too.
+        # release (mechanisms.posthoc.audit) draws them there too.
         values = to_cpu(out) + NoiseModel("laplace", self.scale).sample(out.shape, generator)
         values = torch.where(released[:, None], values, torch.zeros_like(values))
         return Release(

@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.certify.audit.result import AuditResult, Progress, no_progress
+from bench.certify.audit.result import AuditResult, Claim, Progress, no_progress
 from bench.protocols import Mechanism, Task
 
-# (notion, eps, delta, radius, distance) of a mechanism's declared guarantee.
-Claim = tuple[str, float | None, float, float | None, str | None]
 # Cost budget of an audit, in units of one input or release coordinate (or one encoder
 # weight) per draw: 3M draws per side of a 784-pixel image, under a minute on 2 cores.
 DEFAULT_COST = 1.2e10

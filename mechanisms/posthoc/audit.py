@@ -55,6 +55,7 @@ from bench.certify.audit.result import (
     AuditResult,
     audit_generator,
     draw_counter,
+    result_builder,
 )
 from bench.certify.audit.thresholds import best_threshold
 from bench.device import host_view
@@ -308,18 +309,10 @@ def audit_ptr(
     """Audit a fitted Posthoc PTR mechanism's two steps (module docstring); deterministic
     given `seed`. Sizes and `progress` as in core.audit_mechanism, planned for the release
     step."""
-    start = time.perf_counter()
-    name = getattr(type(mechanism), "name", type(mechanism).__name__)
-    notion, eps, delta, radius, _ = claim
+    result = result_builder(mechanism, claim, time.perf_counter())
+    _, eps, _, radius, _ = claim
     n_draws, n_select, ratio = options.n_draws, options.n_select, options.ratio
     confidence = options.confidence
-
-    def result(**fields: Any) -> AuditResult:
-        fields.setdefault("audited", True)
-        fields.setdefault("passed", True)
-        return AuditResult(
-            name, notion, eps, delta, radius, seconds=time.perf_counter() - start, **fields
-        )
 
     if eps is None or not (eps > 0 and math.isfinite(eps)) or not (radius and radius > 0):
         return result(audited=False, reason="the PTR claim declares no positive eps and radius")

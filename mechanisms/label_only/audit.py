@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
-from torch.func import functional_call
 
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
 from bench.certify.audit.power import ScoreModel, detection_power, gdp_mu_estimate, ideal_bound
@@ -38,9 +36,11 @@ from bench.certify.audit.result import (
     AuditResult,
     audit_generator,
     draw_counter,
+    result_builder,
 )
 from bench.device import to_cpu, to_device
 from bench.protocols import Mechanism, Task
+from mechanisms.label_only.leave_one_out import StackMember
 
 # Draws per side the planner tries: keep rates are not tail events, so fewer than core.py's.
 LADDER = (2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
@@ -64,17 +64,6 @@ class _Fresh(dict):
         return default
 
 
-class _Member(nn.Module):
-    """Network i of a stack, callable like a module."""
-
-    def __init__(self, arch: nn.Module, params: dict[str, torch.Tensor]) -> None:
-        super().__init__()
-        self.arch, self.params = arch, params
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return functional_call(self.arch, self.params, (x,))
-
-
 def keep_model(eps: float, num_classes: int) -> ScoreModel:
     """The exponential mechanism whose loss on a disagreeing pair is exactly eps, through the
     test "answer = N's label": P_D = w / (w + k - 1), P_D' = 1 / (w + k - 1), w = e^eps."""
@@ -90,7 +79,7 @@ def keep_model(eps: float, num_classes: int) -> ScoreModel:
 def _neighbour(mechanism: Any, member: int) -> Any:
     """The mechanism on D' = D \\ {d_member}: serving N_member, noising every query."""
     other = copy.copy(mechanism)
-    other.model = _Member(mechanism.arch, {k: v[member] for k, v in mechanism.stacked.items()})
+    other.model = StackMember(mechanism.arch, {k: v[member] for k, v in mechanism.stacked.items()})
     other.needs_noise = lambda x, logits: torch.ones(len(x), dtype=torch.bool)
     other.memory = _Fresh()
     return other
@@ -106,7 +95,7 @@ def _labels(mechanism: Any, x: torch.Tensor) -> torch.Tensor:
         return to_cpu(
             torch.stack(
                 [
-                    _Member(mechanism.arch, {k: v[i] for k, v in stacked.items()})(x).argmax(1)
+                    StackMember(mechanism.arch, {k: v[i] for k, v in stacked.items()})(x).argmax(1)
                     for i in range(n)
                 ]
             )
@@ -192,18 +181,10 @@ def audit_label_only(
 ) -> AuditResult:
     """Audit the keep rate of a label-only iDP mechanism (module docstring); `progress` as
     in core.audit_mechanism."""
-    start = time.perf_counter()
-    name = getattr(type(mechanism), "name", type(mechanism).__name__)
-    notion, eps, delta, radius, _ = claim
+    result = result_builder(mechanism, claim, time.perf_counter())
+    _, eps, delta, _, _ = claim
     n_select, confidence = options.n_select, options.confidence
     mech: Any = mechanism
-
-    def result(**fields: Any) -> AuditResult:
-        fields.setdefault("audited", True)
-        fields.setdefault("passed", True)
-        return AuditResult(
-            name, notion, eps, delta, radius, seconds=time.perf_counter() - start, **fields
-        )
 
     if eps is None or not math.isfinite(eps) or eps <= 0:
         return result(
