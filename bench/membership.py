@@ -2,9 +2,11 @@
 label-only access, and the job that runs one attack on members and held-out non-members.
 
 The game (Yeom et al. 2018; Carlini et al. 2022): the mechanism is fitted on the task's
-training split; the attacker gets the m first training records (members) and m records
-drawn from the held-out test split (non-members), shuffled together with their true labels,
-and scores each; the scores give the ROC AUC and the TPR at a low FPR (bench.mia_metrics).
+training split; the attacker gets m training records drawn at random per seed (members) and
+m records of the same distribution that no split holds, with the members' count of each
+label (non-members; the held-out test split where the task has no unused records), shuffled
+together with their true labels, and scores each; the scores give the ROC AUC and the TPR at
+a low FPR (bench.mia_metrics).
 The attacker sees the mechanism only through `LabelAccess`: labels of the records it asks
 about, answered by `Mechanism.release` exactly as the mechanism serves any user, so a
 repeated query of the same record gets the answer the mechanism remembered.
@@ -16,16 +18,15 @@ import time
 from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
-from bench.cache import ArtifactCache
-from bench.device import job_device, to_cpu
+from bench.device import to_cpu
 from bench.errors import ConfigError, MechanismOutputError
-from bench.evaluate import JobOutcome
-from bench.hashing import derive_seed, digest, seeded_init
+from bench.evaluate import CostClock, JobOutcome, fit_mechanism, job_environment
+from bench.hashing import derive_seed
 from bench.jobs import Job
 from bench.metrics import MetricResult
 from bench.metrics.stats import scalar, summarize
@@ -46,11 +47,10 @@ from bench.protocols import (
     Guarantee,
     Mechanism,
     Release,
+    Splits,
     Task,
 )
-from bench.registry import ATTACKS, MECHANISMS
-from bench.suite import make_task
-from bench.threads import pinned_threads
+from bench.registry import ATTACKS
 
 QUERY_CHUNK = 512  # records per release call: bounds naive-idp's (networks x queries) logits
 
@@ -90,7 +90,7 @@ class MembershipAttack(Attack):
 
     @dataclass(frozen=True)
     class Params(AttackParams):
-        records: int = 0  # records attacked (0: the default number, `attacked_records`)
+        records: int = 0  # members attacked, as many non-members (0: every training record)
 
     p: Params
     infers_membership: ClassVar[bool] = True  # bench.jobs pairs it with label-only mechanisms
@@ -129,24 +129,59 @@ def is_membership_attack(name: str | None) -> bool:
     return name is not None and issubclass(ATTACKS.get(name), MembershipAttack)
 
 
+@runtime_checkable
+class HasPopulation(Protocol):
+    """A task that can hand out records of its training distribution which no split holds."""
+
+    def population(self) -> DataSplit | None: ...
+
+
+def nonmember_pool(task: Task, splits: Splits) -> DataSplit:
+    """Where non-members are drawn: the task's unused records of the training distribution
+    when it has them (exchangeable with the members, so a membership-blind score has the
+    same distribution on both sides), else the held-out test split."""
+    population = task.population() if isinstance(task, HasPopulation) else None
+    return population if population is not None and len(population) > 0 else splits.test
+
+
 def attacked_records(
-    splits: Any, records: int, seed: int
+    task: Task, records: int, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(x, y, member, train_index): the first `records` training records (0: all) and as many
-    held-out test records drawn at random for the seed, interleaved in a seeded order."""
+    """(x, y, member, train_index): `records` training records drawn at random for the seed
+    (0: all of them) and, from `nonmember_pool`, as many non-members with the same count of
+    each label, interleaved in a seeded order. Matching the label counts puts every
+    membership-blind score on the prior line exactly: a score that depends on the record's
+    label alone (a constant predictor's correctness) has the same distribution on both
+    sides, so its AUC is 0.5 and its TPR equals its FPR."""
+    splits = task.splits()
     n_train = len(splits.train)
     m = n_train if records == 0 else min(records, n_train)
-    if len(splits.test) < m:
-        raise ConfigError(
-            f"membership inference needs {m} held-out records, the test split has "
-            f"{len(splits.test)}; lower the attack's `records`"
-        )
-    g = torch.Generator().manual_seed(derive_seed(seed, "mia-nonmembers"))
-    held_out = torch.randperm(len(splits.test), generator=g)[:m]
-    x = torch.cat([splits.train.x[:m], splits.test.x[held_out]])
-    y = torch.cat([splits.train.y[:m], splits.test.y[held_out]])
+    members = (
+        torch.randperm(
+            n_train, generator=torch.Generator().manual_seed(derive_seed(seed, "mia-members"))
+        )[:m]
+        .sort()
+        .values
+    )
+    member_y = splits.train.y[members]
+    pool = nonmember_pool(task, splits)
+    draw = torch.Generator().manual_seed(derive_seed(seed, "mia-nonmembers"))
+    chosen = []
+    for label in member_y.unique().tolist():
+        need = int((member_y == label).sum())
+        candidates = (pool.y == label).nonzero().squeeze(1)
+        if len(candidates) < need:
+            raise ConfigError(
+                f"membership inference needs {need} held-out records of label {label} to match "
+                f"the members, the non-member pool has {len(candidates)}; lower the attack's "
+                "`records`"
+            )
+        chosen.append(candidates[torch.randperm(len(candidates), generator=draw)[:need]])
+    held_out = torch.cat(chosen)
+    x = torch.cat([splits.train.x[members], pool.x[held_out]])
+    y = torch.cat([member_y, pool.y[held_out]])
     member = torch.cat([torch.ones(m, dtype=torch.bool), torch.zeros(m, dtype=torch.bool)])
-    train_index = torch.cat([torch.arange(m), torch.full((m,), -1)])
+    train_index = torch.cat([members, torch.full((m,), -1)])
     order = torch.randperm(
         2 * m, generator=torch.Generator().manual_seed(derive_seed(seed, "mia-order"))
     )
@@ -187,29 +222,19 @@ def membership_metrics(
 
 
 def run_membership_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
-    """One membership-inference job, with the same pinning as `bench.evaluate.run_job`: the
-    job's thread count, device and a global RNG seeded from its config."""
-    global_seed = int(digest(job.config()), 16)
-    with (
-        pinned_threads(job.threads),
-        job_device(job.device) as on,
-        seeded_init(global_seed, "job-global-rng"),
-    ):
+    """One membership-inference job, pinned as `bench.evaluate.run_job` pins a job."""
+    with job_environment(job) as on:
         return _run(job, cache_root, progress, on.device)
 
 
 def _run(job: Job, cache_root: Path, progress: bool, device: torch.device) -> JobOutcome:
     start = time.perf_counter()
-    task = make_task(job.task, job.task_options)
-    splits = task.splits()
-    cache = ArtifactCache(cache_root, device=device)
-    mech: Mechanism = MECHANISMS.get(job.mechanism)(**job.params)
-    mech.fit(task, splits, FitContext(job.seed, cache, progress, device))
+    fitted = fit_mechanism(job, cache_root, progress, device)
+    task, cache, mech = fitted.task, fitted.cache, fitted.mechanism
     attack = ATTACKS.get(job.attack)(**job.attack_params)
-    x, y, member, train_index = attacked_records(splits, attack.p.records, job.seed)
-    t0 = time.perf_counter()
-    inside0, built0 = cache.seconds_inside, cache.build_seconds
-    attack.fit(mech, task, splits.aux, FitContext(job.seed, cache, progress, device))
+    x, y, member, train_index = attacked_records(task, attack.p.records, job.seed)
+    clock = CostClock(cache)
+    attack.fit(mech, task, fitted.splits.aux, FitContext(job.seed, cache, progress, device))
     access = LabelAccess(mech, torch.Generator().manual_seed(derive_seed(job.seed, "release")))
     scores = to_cpu(attack.score(access, x, y, train_index))
     if tuple(scores.shape) != (len(x),) or not torch.isfinite(scores).all():
@@ -221,7 +246,6 @@ def _run(job: Job, cache_root: Path, progress: bool, device: torch.device) -> Jo
     metrics = membership_metrics(
         scores.double().numpy(), member.numpy(), claim_of(guarantee), job.seed
     )
-    cached = (cache.seconds_inside - inside0) - (cache.build_seconds - built0)
-    metrics["attack_s"] = scalar(time.perf_counter() - t0 - cached)
+    metrics["attack_s"] = scalar(clock.seconds())
     metrics["mia_queries"] = scalar(access.queries / len(x))
     return JobOutcome(metrics, guarantee.to_dict(), time.perf_counter() - start)

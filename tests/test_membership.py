@@ -13,6 +13,7 @@ import torch
 
 from bench.api import run_suite
 from bench.cache import ArtifactCache
+from bench.errors import ConfigError
 from bench.hashing import canonical_json
 from bench.jobs import expand
 from bench.membership import LabelAccess, attacked_records, claim_of, membership_metrics
@@ -105,6 +106,54 @@ def test_claims_that_bound_the_game() -> None:
     assert claim_of(Guarantee("none")) is None
 
 
+def _rows_in(rows: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """Whether each row of `rows` equals some row of `table`."""
+    return (rows[:, None, :] == table[None, :, :]).all(-1).any(-1)
+
+
+def test_the_game_draws_members_per_seed_and_label_matched_non_members_outside_the_splits() -> None:
+    task = make_task("german", {"subsample": 200}, "<test>")
+    splits = task.splits()
+    drawn = []
+    for seed in (0, 1):
+        x, y, member, index = attacked_records(task, 100, seed=seed)
+        assert int(member.sum()) == 100 and len(x) == 200
+        # Each member is the training record its index names; non-members have none.
+        assert torch.equal(x[member], splits.train.x[index[member]])
+        assert torch.equal(y[member], splits.train.y[index[member]])
+        assert (index[~member] == -1).all()
+        # The same count of each label on both sides.
+        assert torch.equal(y[member].bincount(minlength=2), y[~member].bincount(minlength=2))
+        # Non-members come from the unused training records: in no split.
+        outside = x[~member]
+        for held in (splits.train.x, splits.aux.x, splits.test.x):
+            assert not _rows_in(outside, held).any()
+        assert _rows_in(outside, task.population().x).all()
+        drawn.append(set(index[member].tolist()))
+    assert drawn[0] != drawn[1]  # members are drawn per seed, not the first 100 every time
+    _, _, member, index = attacked_records(task, 0, seed=0)
+    assert torch.equal(index[member].sort().values, torch.arange(200))
+
+
+def test_a_membership_blind_score_sits_exactly_on_the_prior_line() -> None:
+    # A constant predictor's gap attack scores 1 on one label and 0 on the other: with the
+    # label counts matched, its AUC is exactly 0.5 whatever the labels' shares.
+    task = make_task("german", {"subsample": 200}, "<test>")
+    for seed in (0, 1, 2):
+        _, y, member, _ = attacked_records(task, 0, seed=seed)
+        scores = (y == 0).double().numpy()
+        member_mask = member.numpy()
+        assert _pairwise_auc(scores[member_mask], scores[~member_mask]) == 0.5
+        metrics = membership_metrics(scores, member_mask, None, seed)
+        assert metrics["mia_auc"].value == pytest.approx(0.5, abs=1e-12)
+
+
+def test_a_pool_too_short_for_the_members_labels_is_refused() -> None:
+    task = make_task("german", {}, "<test>")  # no subsample: non-members from the 200 test records
+    with pytest.raises(ConfigError, match="lower the attack's `records`"):
+        attacked_records(task, 0, seed=0)
+
+
 def test_the_three_attacks_are_registered() -> None:
     assert set(MIA_ATTACKS) <= set(ATTACKS.names())
 
@@ -138,7 +187,7 @@ def test_label_access_gets_the_remembered_answer_for_a_repeated_record(cache_dir
 @pytest.mark.slow
 def test_attacks_score_members_and_held_out_records(cache_dir: Path) -> None:
     task, mech, ctx = _spam_access("label-only", {}, cache_dir)
-    x, y, member, index = attacked_records(task.splits(), 0, seed=0)
+    x, y, member, index = attacked_records(task, 0, seed=0)
     assert int(member.sum()) == 40 and len(x) == 80
     assert torch.equal(index[member].sort().values, torch.arange(40))
     assert (index[~member] == -1).all()

@@ -13,7 +13,8 @@ the iDP-DB MILP maximises over the hull of the valid records, not the whole box 
 
 Splits are fixed: the official train/test for adult; a fixed permutation 80/20 otherwise;
 the aux split (10% of train, for attackers) is carved from train. `subsample` takes the
-first n records of the fixed training split, so leave-one-out sets stay small.
+first n records of the fixed training split, so leave-one-out sets stay small; the records
+beyond it are the task's `population`, the non-members of membership inference.
 """
 
 from __future__ import annotations
@@ -192,6 +193,15 @@ class TabularTask(Task):
             self._splits = table.splits.head(self.subsample, self.n_aux, self.n_test)
             self.input_shape = tuple(self._splits.test.x.shape[1:])
         return self._splits
+
+    def population(self) -> DataSplit | None:
+        """Records of the fixed training split beyond the first `subsample` (None without a
+        subsample): held by no split, and exchangeable with the training records (the fixed
+        split is a seeded permutation), so membership inference draws non-members here."""
+        if self.subsample is None:
+            return None
+        train = type(self).loader(self.data_root).splits.train
+        return DataSplit(train.x[self.subsample :], train.y[self.subsample :])
 
     def one_hot_groups(self) -> Groups:
         """The input columns of each categorical feature: a valid record has one 1 in each."""

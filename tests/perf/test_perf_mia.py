@@ -38,7 +38,7 @@ def fitted(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_attack_cost_per_record(benchmark, fitted: dict, attack: str, mechanism: str) -> None:
     task, ctx = fitted["task"], fitted["ctx"]
     mech = fitted["mechanisms"][mechanism]
-    x, y, _, index = attacked_records(task.splits(), 0, seed=0)
+    x, y, _, index = attacked_records(task, 0, seed=0)
     if benchmark.disabled:  # the smoke run of `make test`: a few records
         x, y, index = x[:8], y[:8], index[:8]
     scorer = ATTACKS.get(attack)()
