@@ -28,6 +28,7 @@ from bench.report.html import report_digest
 from bench.report.labels import setting_order, short_setting, varying_params
 from bench.report.markdown import SentenceExample
 from bench.report.provenance import attach_environment, attach_provenance
+from bench.report.row import Row
 from bench.report.rows import build_rows
 from bench.report.write import (
     declared_utility_metrics,
@@ -64,6 +65,22 @@ def code_version_of(jobs: list[Job]) -> str:
     return f"{__version__}+{digest(sorted({j.code_hash for j in jobs}), length=10)}"
 
 
+def leaderboard_rows(
+    suite: Suite,
+    jobs: list[Job],
+    results: list[dict[str, Any]],
+    machines: dict[str, dict[str, str]],
+) -> list[Row]:
+    """Every row of a suite's board from its jobs' stored results: aggregated over seeds with
+    the worst cases and flags (report.rows), then each row's versions and machines, the
+    contract checks its mechanism waives, and its paper and doc links."""
+    rows = build_rows(results)
+    rows = attach_provenance(rows, jobs, suite.version)
+    rows = attach_environment(rows, jobs, machines)
+    rows = attach_expected_failures(rows)
+    return attach_papers(rows)
+
+
 def write_suite_leaderboard(
     suite: Suite, jobs: list[Job], store: ResultStore, out_dir: Path, *, only_if_stale: bool = False
 ) -> list[Path]:
@@ -79,15 +96,7 @@ def write_suite_leaderboard(
     results = store.load(hashes)
     code_version = code_version_of(jobs)
     generated_at = max(r["created_at"] for r in results)
-    rows = attach_papers(
-        attach_expected_failures(
-            attach_environment(
-                attach_provenance(build_rows(results), jobs, suite.version),
-                jobs,
-                store.machines(hashes),
-            )
-        )
-    )
+    rows = leaderboard_rows(suite, jobs, results, store.machines(hashes))
     utility_metrics = task_utility_metrics(suite)
     if only_if_stale and leaderboard_is_current(
         suite.name,
@@ -144,7 +153,7 @@ def _links_of(mechanism: str) -> tuple[str | None, str | None]:
     return cls.paper or None, getattr(family, "DOC_PAGE", None) or None
 
 
-def attach_papers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def attach_papers(rows: list[Row]) -> list[Row]:
     """Each row gains `paper`, the URL of its mechanism's paper (the mechanism class's
     `paper`), so the page links every entry to its source as RobustBench's does, and `docs`,
     the doc page of its in-tree family (the family package's DOC_PAGE)."""

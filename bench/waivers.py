@@ -4,10 +4,9 @@ the checks themselves (bench.testing), so publishing a board needs no test code.
 
 from __future__ import annotations
 
-from typing import Any
-
 from bench.errors import BenchError, ConfigError
 from bench.registry import MECHANISMS
+from bench.report.row import Row
 
 # The contract checks of bench.testing, by name (tests/test_validate.py keeps the two equal).
 CHECK_NAMES = (
@@ -57,11 +56,11 @@ def waivers_of(mechanism: str) -> dict[str, str]:
         return {}
 
 
-def attach_expected_failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def attach_expected_failures(rows: list[Row]) -> list[Row]:
     """`rows` with `expected_failures` ({check: reason}) added to every row of a mechanism
     that declares any, so a waived contract check shows where its numbers are read."""
     out = []
     for row in rows:
         declared = waivers_of(row["mechanism"])
-        out.append({**row, "expected_failures": declared} if declared else row)
+        out.append(Row(row, expected_failures=declared) if declared else row)
     return out

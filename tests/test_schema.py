@@ -37,3 +37,17 @@ def test_the_schema_refuses_a_metric_without_a_ci_and_an_unknown_row_key() -> No
     doc = json.loads(COMMITTED[0].read_text())
     doc["rows"][0]["colour"] = "red"
     assert not _validator().is_valid(doc)
+
+
+def test_the_typed_row_names_exactly_the_schemas_row_keys() -> None:
+    # The TypedDicts the code builds rows with and the schema the files are checked against
+    # must not drift: a key added to one is added to the other.
+    from bench.report.row import Metric, Provenance, Row
+
+    defs = json.loads(
+        (resources.files("bench.report") / "schemas" / "leaderboard.schema.json").read_text()
+    )["$defs"]
+    for typed, name in ((Row, "row"), (Metric, "metric"), (Provenance, "provenance")):
+        schema = defs[name]
+        assert set(typed.__annotations__) == set(schema["properties"]), name
+        assert set(typed.__required_keys__) == set(schema["required"]), name

@@ -12,6 +12,7 @@ from bench.errors import BenchError
 from bench.hashing import canonical_json, digest
 from bench.jobs import Job
 from bench.report.keys import RowKey, row_key
+from bench.report.row import Row
 
 PROVENANCE_KEYS = (
     "task_version",
@@ -82,13 +83,11 @@ def jobs_of_rows(rows: list[dict[str, Any]], jobs: list[Job]) -> list[list[Job]]
     return out
 
 
-def attach_provenance(
-    rows: list[dict[str, Any]], jobs: list[Job], suite_version: str
-) -> list[dict[str, Any]]:
+def attach_provenance(rows: list[Row], jobs: list[Job], suite_version: str) -> list[Row]:
     """`rows` (leaderboard rows built from these jobs' results), each with a "provenance"
     object (`provenance_of` its jobs, `jobs_of_rows`). Order kept."""
     return [
-        {**row, "provenance": provenance_of(found, suite_version)} if found else row
+        Row(row, provenance=provenance_of(found, suite_version)) if found else row
         for row, found in zip(rows, jobs_of_rows(rows, jobs), strict=True)
     ]
 
@@ -97,8 +96,8 @@ ENVIRONMENT_KEYS = ("python", "torch", "platform", "cpu", "cpus", "cpu_isa")  # 
 
 
 def attach_environment(
-    rows: list[dict[str, Any]], jobs: list[Job], machines: dict[str, dict[str, str]]
-) -> list[dict[str, Any]]:
+    rows: list[Row], jobs: list[Job], machines: dict[str, dict[str, str]]
+) -> list[Row]:
     """`rows`, each with an "environment" object (`ENVIRONMENT_KEYS`) of the machines its
     jobs were stored from (`machines`: job hash -> machine record), distinct values joined
     by ","."""
@@ -110,7 +109,7 @@ def attach_environment(
             for key in ENVIRONMENT_KEYS
             if any(key in m for m in found)
         }
-        out.append({**row, "environment": env} if env else row)
+        out.append(Row(row, environment=env) if env else row)
     return out
 
 

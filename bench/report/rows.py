@@ -27,6 +27,7 @@ from bench.report.labels import (
     not_private,
     row_sort_key,
 )
+from bench.report.row import Row
 
 SIG_DIGITS = 6
 
@@ -92,7 +93,7 @@ def _aggregate_metrics(group: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     return {name: _metric_entry(aggregate_seeds(per_metric[name])) for name in sorted(per_metric)}
 
 
-def _build_row(group: list[dict[str, Any]]) -> dict[str, Any]:
+def _build_row(group: list[dict[str, Any]]) -> Row:
     group = sorted(group, key=lambda r: r["seed"])
     seeds = [r["seed"] for r in group]
     first = group[0]
@@ -104,19 +105,19 @@ def _build_row(group: list[dict[str, Any]]) -> dict[str, Any]:
     guarantee = dict(first.get("guarantee") or {"notion": "none"})
     if "tuning" in guarantee:  # each seed tunes on its own: keep every seed's choice
         guarantee["tuning"] = [(r.get("guarantee") or {}).get("tuning") for r in group]
-    return {
-        "task": first["task"],
-        "mechanism": first["mechanism"],
-        "params": _sorted_obj(first.get("params") or {}),
-        "guarantee": _guarantee_obj(guarantee),
-        "attack": first.get("attack"),
-        "attack_params": _sorted_obj(first.get("attack_params") or {}),
-        "seeds": len(seeds),
-        "metrics": _aggregate_metrics(group),
-    }
+    return Row(
+        task=first["task"],
+        mechanism=first["mechanism"],
+        params=_sorted_obj(first.get("params") or {}),
+        guarantee=_guarantee_obj(guarantee),
+        attack=first.get("attack"),
+        attack_params=_sorted_obj(first.get("attack_params") or {}),
+        seeds=len(seeds),
+        metrics=_aggregate_metrics(group),
+    )
 
 
-def build_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def build_rows(results: Iterable[dict[str, Any]]) -> list[Row]:
     """One leaderboard row per (task, mechanism, params, attack, attack_params), each
     metric aggregated over seeds with `aggregate_seeds`, plus a `worst case` row per
     (task, mechanism, params); rows in a deterministic order."""
@@ -129,7 +130,7 @@ def build_rows(results: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=row_sort_key)
 
 
-def flag_unreliable(rows: list[dict[str, Any]]) -> None:
+def flag_unreliable(rows: list[Row]) -> None:
     """Mark every row of a setting whose privacy audit refuted its claim (eps_audit_lb above
     the declared eps at 95% confidence), where a membership-inference attack beat the
     claim's ceiling on TPR at 1% FPR (bench.mia_metrics), or whose mechanism declares the
@@ -188,10 +189,10 @@ def _strongest(entries: list[tuple[str, dict[str, Any]]], metric: str) -> tuple[
     return max(entries, key=lambda e: e[1]["value"])
 
 
-def worst_case_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def worst_case_rows(rows: list[Row]) -> list[Row]:
     """Per (task, mechanism, params): each attack metric from the strongest attack for that
     metric (lowest mse, highest ssim / psnr / top1), with `sources` naming the attack."""
-    by_config: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    by_config: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for row in rows:
         if row["attack"] is not None:
             key = (row["task"], row["mechanism"], canonical_json(row["params"]))
@@ -217,16 +218,16 @@ def worst_case_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 sources[name] = source
         first = attack_rows[0]
         out.append(
-            {
-                "task": first["task"],
-                "mechanism": first["mechanism"],
-                "params": first["params"],
-                "guarantee": first["guarantee"],
-                "attack": WORST_CASE,
-                "attack_params": {},
-                "seeds": min(r["seeds"] for r in attack_rows),
-                "metrics": metrics,
-                "sources": sources,
-            }
+            Row(
+                task=first["task"],
+                mechanism=first["mechanism"],
+                params=first["params"],
+                guarantee=first["guarantee"],
+                attack=WORST_CASE,
+                attack_params={},
+                seeds=min(r["seeds"] for r in attack_rows),
+                metrics=metrics,
+                sources=sources,
+            )
         )
     return out
