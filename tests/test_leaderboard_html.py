@@ -155,7 +155,7 @@ def test_page_renders_sorts_and_filters_in_headless_chromium(tmp_path: Path) -> 
 def test_declared_expected_failures_are_shown_on_the_rows(tmp_path: Path) -> None:
     from bench.waivers import attach_expected_failures
 
-    spec = "tests.test_validate:WaivedEncoder"
+    spec = "tests.bench.test_validate:WaivedEncoder"
     results = [_job(0, spec, {}, None), _job(0, "identity", {}, None)]
     rows = attach_expected_failures(build_rows(results))
     waived = [r for r in rows if r["mechanism"] == spec]

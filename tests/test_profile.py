@@ -8,8 +8,8 @@ import dataclasses
 from bench.metrics import MetricResult
 from bench.report.profile import profile_lines
 from bench.store import ResultStore
+from tests.bench.test_store_cache import METRICS
 from tests.conftest import cli_here, stub_job
-from tests.test_store_cache import METRICS
 
 
 def _attack_job(seed: int):

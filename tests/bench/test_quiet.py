@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 import bench.executors as executors
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 BANNER = "Running HiGHS"
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from bench.errors import BenchError, SuiteFileError
 from bench.jobs import expand
 from bench.suite import parse_suite
-from tests.conftest import TINY_SUITE, cli_here
+from tests.conftest import ROOT, TINY_SUITE, cli_here
 
 
 def _toml(value: Any) -> str:
@@ -452,7 +452,7 @@ def test_fuzzed_names_and_numbers_parse_or_fail_in_one_line(
 
 # ----------------------------------------------------------------------- compare
 
-BOARD = Path(__file__).resolve().parents[1] / "leaderboards" / "smoke" / "leaderboard.json"
+BOARD = ROOT / "leaderboards" / "smoke" / "leaderboard.json"
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 import pytest
@@ -23,8 +22,9 @@ from bench.params import Range, declared_specs, specs_of
 from bench.protocols import Attack, AttackParams, Guarantee, Release
 from bench.registry import ATTACKS, MECHANISMS
 from mechanisms.base import InputSpaceMechanism
+from tests.conftest import ROOT
 
-SNAPSHOT = Path(__file__).parent / "snapshots" / "resolved_defaults.json"
+SNAPSHOT = ROOT / "tests" / "snapshots" / "resolved_defaults.json"
 
 
 def _registries() -> dict[str, Any]:
