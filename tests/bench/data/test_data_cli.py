@@ -23,8 +23,8 @@ from bench.data import embedded, fetch, locations
 from bench.errors import DataMissingError
 from bench.hashing import project_code_hash
 from bench.tasks import sources
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 
 
