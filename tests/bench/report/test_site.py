@@ -14,9 +14,9 @@ from bench.report.rows import build_rows
 from bench.report.site import render_site_index, suite_entries, write_site_index
 from bench.report.write import write_leaderboard
 from bench.suite import available_suites, load_suite
-from tests.test_leaderboard import STAMP, _results
+from tests.bench.report.test_leaderboard import STAMP, _results
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "leaderboards"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -17,7 +17,8 @@ from bench.report.html import metric_columns
 from bench.report.labels import WORST_CASE
 from bench.report.rows import build_rows
 from bench.report.write import write_leaderboard
-from tests.test_leaderboard import STAMP, _job, _results
+from tests.bench.report.test_leaderboard import STAMP, _job, _results
+from tests.conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -282,13 +283,12 @@ def test_every_in_tree_mechanism_row_gets_its_paper_and_an_existing_doc_page() -
     from bench.api import attach_papers
     from bench.registry import MECHANISMS
 
-    root = Path(__file__).resolve().parent.parent
     rows = attach_papers([{"mechanism": name} for name in MECHANISMS.names()])
     by_name = {r["mechanism"]: r for r in rows}
     assert by_name["lucid"]["paper"] == "https://arxiv.org/abs/2502.16519"
     assert "paper" not in by_name["identity"]  # a reference point, not a published mechanism
     for row in rows:
-        assert (root / row["docs"]).is_file(), row
+        assert (ROOT / row["docs"]).is_file(), row
     assert attach_papers([{"mechanism": "not-installed"}]) == [{"mechanism": "not-installed"}]
 
 

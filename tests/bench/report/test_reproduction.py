@@ -5,7 +5,6 @@ what the rules give on the committed leaderboards."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,7 @@ from bench.errors import ConfigError
 from bench.report import reproduction as rp
 from bench.report import verdicts as vr
 from bench.report.write import write_leaderboard
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 REFERENCE = """
 [paper]

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
+
 jsonschema = pytest.importorskip("jsonschema")
 
-ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = sorted((ROOT / "leaderboards").glob("*/leaderboard.json"))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.report.estimate import board_job_seconds, committed_job_seconds
+from tests.conftest import ROOT
 
 
 def _m(value: float, n: int = 1) -> dict:
@@ -48,7 +49,7 @@ def test_dry_run_without_a_store_estimates_from_the_committed_board(
 
     from bench.cli import app
 
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    monkeypatch.chdir(ROOT)
     store = tmp_path / "none.sqlite"
     result = CliRunner().invoke(
         app, ["run", "--suite", "smoke", "--dry-run", "--store", str(store)]
