@@ -33,7 +33,7 @@ from mechanisms.posthoc.ptr import (
     ptr_test,
     release_scale,
 )
-from tests.test_local_lipschitz import random_net
+from tests.bench.certify.lipschitz.test_local_lipschitz import random_net
 
 TINY = {"vae_epochs": 2, "obf_epochs": 2, "n_calib": 4, "finetune_epochs": 1, "solver": "highs"}
 

@@ -12,7 +12,7 @@ from bench.certify.lipschitz.local import local_lipschitz, upper_bound
 from bench.certify.lipschitz.patterns import exact_by_patterns
 from bench.certify.lipschitz.regions import exact_by_regions
 from mechanisms.posthoc.ptr import Certifier, PTRConfig, abstain_threshold, ptr_test
-from tests.test_local_lipschitz import brute_force, random_net
+from tests.bench.certify.lipschitz.test_local_lipschitz import brute_force, random_net
 
 # [n, 8, 8, k]: two hidden layers as the posthoc obfuscators, small enough to enumerate
 SHAPES = [([3, 6, 6, 2], 1), ([2, 8, 8, 3], 4), ([4, 6, 6, 4], 21)]

@@ -250,7 +250,7 @@ def test_laplace_claim_halved_is_caught_through_the_likelihood_ratio() -> None:
     # Pure eps-IP over l1: the worst pair puts the whole radius on one pixel (a vertex).
     # Twice the claimed eps is caught at 20,000 draws a side (eps_lb 3.77 > 2); the planned
     # size here is 10M draws a side (about 26 s), and the power of planned-size audits is
-    # tests/test_audit_power.py's subject.
+    # tests/bench/certify/audit/test_audit_power.py's subject.
     mech = _calibrated(LaplaceIP, eps=2.0, r=0.2, factor=0.5)
     result = audit_mechanism(mech, VECTOR, 0, n_draws=20_000)
     assert not result.passed, result.summary()

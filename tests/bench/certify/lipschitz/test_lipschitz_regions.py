@@ -17,7 +17,7 @@ from bench.certify.lipschitz.ranges import LayerOneRanges
 from bench.certify.lipschitz.regions import exact_by_regions
 from bench.certify.lipschitz.relu import operator_norms
 from bench.errors import ConfigError
-from tests.test_local_lipschitz import brute_force, random_net
+from tests.bench.certify.lipschitz.test_local_lipschitz import brute_force, random_net
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -8,7 +8,7 @@ import pytest
 
 from bench.certify.lipschitz.local import local_lipschitz, preactivation_bounds
 from bench.certify.lipschitz.split import decide_by_splitting, pattern_bound
-from tests.test_local_lipschitz import brute_force, random_net
+from tests.bench.certify.lipschitz.test_local_lipschitz import brute_force, random_net
 
 CASES = [([4, 6, 6, 4], s, r) for s in (1, 2, 3) for r in (0.1, 0.4)]
 
