@@ -22,6 +22,7 @@ from bench.tasks.images import FashionMNIST
 from bench.tasks.synthetic import GaussianTask
 from mechanisms.dfil.dp_encoder import DPEncoder
 from mechanisms.dfil.mechanism import DFIL
+from tests.conftest import ROOT
 
 TAU2 = GaussianTask.tau**2
 TARGETS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
@@ -375,7 +376,6 @@ def test_dfil_declares_no_dp_claim_and_is_not_audited(small_fmnist, audit_root) 
 def test_the_job_code_version_covers_every_module_of_the_dfil_stack(task_cls) -> None:
     from bench.jobs import code_files_of
 
-    root = Path(__file__).resolve().parents[1]
     for mech in (DFIL, DPEncoder):
         files = {p.resolve() for p in code_files_of(task_cls, mech, OptimizationAttack)}
         needed = [
@@ -393,7 +393,7 @@ def test_the_job_code_version_covers_every_module_of_the_dfil_stack(task_cls) ->
             needed.append("bench/certify/accounting.py")  # its Gaussian accounting
         if task_cls is FashionMNIST:  # the image split models normalise with its module
             needed.append("bench/tasks/models.py")
-        missing = [n for n in needed if (root / n).resolve() not in files]
+        missing = [n for n in needed if (ROOT / n).resolve() not in files]
         assert not missing, (mech.name, task_cls.name, missing)
 
 
@@ -459,6 +459,6 @@ def test_bench_run_scores_every_dfil_attack_row_and_plots_the_bounds(tmp_path) -
     assert all(r["guarantee"]["notion"] == "dfil" for r in rows)
     bases = {r["attack"]: r["guarantee"]["bound"]["basis"] for r in attack_rows}
     assert bases == {"optimization": "estimate", "map": "theorem"}
-    # One 1/dFIL level is no sweep: the bounds plot needs >= 3 levels (tests/test_plots_dfil.py
-    # draws one), and a page never shows a one-point curve.
+    # One 1/dFIL level is no sweep: the bounds plot needs >= 3 levels (test_plots_dfil.py
+    # beside this file draws one), and a page never shows a one-point curve.
     assert not (tmp_path / "lb" / "plots" / "gaussian_dfil_bounds.png").exists()

@@ -21,7 +21,7 @@ from bench.suite import make_task
 from bench.testing import MechanismUnderTest, check_declares_guarantee
 from mechanisms.posthoc.mechanism import NOT_PRIVATE, PosthocPTR
 from mechanisms.posthoc.models import train_obfuscator
-from tests.test_posthoc import TINY
+from tests.mechanisms.posthoc.test_posthoc import TINY
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,13 @@ solution, whose error is the bound; a descent stopped short of it is biased towa
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import torch
 
 from attacks.optimization import OptimizationAttack
 from bench.suite import load_suite
 from mechanisms.dfil.smooth_nets import Projection
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 def _suite_attack(name: str) -> OptimizationAttack:
