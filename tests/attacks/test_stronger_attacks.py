@@ -30,8 +30,7 @@ from bench.report.attack_strength import (
 from bench.tasks.images import FashionMNIST
 from mechanisms.noise.identity import Identity
 from mechanisms.noise.input_noise import GaussInput
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
