@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 PACKAGES = ("bench", "mechanisms", "attacks")
 UPWARD = ("bench.cli", "bench.api", "bench.runner", "bench.validation", "bench.testing")
 # The harness modules that may import the contract checks: `bench validate` and its command.

@@ -5,11 +5,10 @@ stay within the HTML versions."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from bench.report.docs_pages import render_doc_page
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
 

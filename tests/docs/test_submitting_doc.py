@@ -9,14 +9,13 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from bench.testing import CHECKS
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "submitting.md").read_text()
 
 

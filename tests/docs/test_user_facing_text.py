@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 # Case-insensitive: "Stop 44's search", "Issue 22 made ...", "Seed 004 (...)" are hits too.
 FORBIDDEN = [

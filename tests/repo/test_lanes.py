@@ -4,9 +4,8 @@ them, and CI runs both, so a slow test is never a test that nobody runs."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 def _recipe(makefile: str, target: str) -> list[str]:

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
+
 DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 NUMBER = re.compile(r"(?<![\w.])(\d+\.\d{3,})(?![\w.])")
 SKIPPED = [
