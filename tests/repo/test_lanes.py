@@ -4,6 +4,8 @@ them, and CI runs both, so a slow test is never a test that nobody runs."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 from tests.conftest import ROOT
 
@@ -38,3 +40,18 @@ def test_the_slow_marker_is_registered() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'^\s*"slow: ', pyproject, re.MULTILINE)
     assert "--strict-markers" in pyproject
+
+
+def test_every_end_to_end_test_is_in_the_slow_lane() -> None:
+    # tests/e2e/conftest.py marks its folder's tests `slow` (they carry no marker of their
+    # own): the fast lane deselects every one of them, so the slow lane has them all.
+    collect = ["--collect-only", "-q", "-p", "no:cacheprovider", "-m", "not slow", "tests/e2e"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", *collect],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    last = proc.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"no tests collected \(\d+ deselected\) in .*", last), proc.stdout

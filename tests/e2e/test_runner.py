@@ -20,8 +20,6 @@ from bench.jobs import expand
 from bench.suite import load_suite
 from tests.conftest import ROOT, SMOKE_ARGS, cli_here, run_cli, start_cli, tiny_run_args
 
-pytestmark = pytest.mark.slow
-
 
 def _rows(store: Path, table: str) -> int:
     """Rows of `table`; 0 while the store is being created (the file before its tables)."""

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import ROOT, run_cli
 
 PLUGINS = ROOT / "tests" / "plugins"
@@ -31,7 +29,6 @@ grid = { eps = [0.5, 2.0] }
 """
 
 
-@pytest.mark.slow
 def test_a_plugin_family_brings_its_own_audit_and_board_plot(tmp_path: Path) -> None:
     from tests.plugins.bench_family_plugin import COIN_DRAWS, PLOT_SUFFIX
 

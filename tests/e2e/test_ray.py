@@ -17,7 +17,6 @@ from bench.suite import load_suite
 from tests.conftest import start_cli, tiny_run_args
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
 
 TIMINGS = ("fit_s", "release_ms", "attack_s")
 
