@@ -27,6 +27,7 @@ RECORD_NAME = re.compile(r"[\w./<>*-]*stop\d+[\w.*-]*\.(?:txt|md|jsonl?|csv)\b",
 def user_facing_files(root: Path) -> list[Path]:
     """The files a reader of the project sees as prose: no generated pages, no code."""
     files = [root / "README.md", root / "CONTRIBUTING.md", root / "datasets" / "README.md"]
+    files += [root / "tests" / "README.md"]
     files += sorted((root / "docs").glob("*.md"))
     files += sorted((root / "docs" / "reproductions").glob("**/README.md"))
     files += sorted((root / "bench" / "suites").glob("*.toml"))
