@@ -27,7 +27,7 @@ run: setup
 # Two lanes of one test suite (pytest's `slow` marker, tests/conftest.py): `make test` is the
 # fast lane, every test but the slow ones; `make test-slow` runs those (fresh bench processes
 # end to end, Ray, signals, statistical sweeps over 20 seeds, trainings at default budgets);
-# CI (.ci/run) runs both.
+# every test in tests/e2e/ is slow (its conftest.py marks them); CI (.ci/run) runs both.
 PYTEST := $(BIN)/pytest -n auto --dist worksteal --durations=30
 
 test: setup $(BROWSER)

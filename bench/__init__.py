@@ -19,7 +19,7 @@ Architecture of the run-time, in the order a run goes through it:
 - cache.py keeps trained artifacts keyed by recipe and builder code; threads.py, device.py
   and cpu_math.py make the same job give the same numbers everywhere.
 - testing.py holds the contract checks, reached only through validation.py (`bench
-  validate`) and plug-ins' own tests (tests/test_import_graph.py).
+  validate`) and plug-ins' own tests (tests/repo/test_import_graph.py).
 """
 
 from __future__ import annotations

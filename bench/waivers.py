@@ -8,7 +8,7 @@ from bench.errors import BenchError, ConfigError
 from bench.registry import MECHANISMS
 from bench.report.row import Row
 
-# The contract checks of bench.testing, by name (tests/test_validate.py keeps the two equal).
+# The contract checks of bench.testing, by name (tests/bench/test_validate.py keeps the two equal).
 CHECK_NAMES = (
     "check_declares_guarantee",
     "check_unknown_parameter_refused",

@@ -2,7 +2,7 @@
 
 Run `python docs/scripts/membership_tables.py` to print the block that docs/lucid.md holds
 between `<!-- membership-tables:begin -->` and `<!-- membership-tables:end -->`, or with
-`--write` to replace that block; tests/test_docs_pages.py checks the page against it, so
+`--write` to replace that block; tests/docs/test_membership_doc.py checks the page against it, so
 the page's numbers are always those of the committed boards.
 """
 

@@ -9,7 +9,7 @@ its entry point), and the page's commands are run on it:
   check and setting (running them repeats the full audit per setting: minutes each).
 
 Each output replaces the text between `<!-- output:NAME -->` and `<!-- output:end -->`.
-The audit's draws make this take several minutes. tests/test_submitting_doc.py checks the
+The audit's draws make this take several minutes. tests/docs/test_submitting_doc.py checks the
 blocks' deterministic parts (check names, counts, the bounds' agreement) on every test run.
 
     python docs/scripts/submitting_outputs.py [--doc docs/submitting.md] [--only NAME ...]

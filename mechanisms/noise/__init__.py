@@ -16,7 +16,7 @@ lipschitz_nets.py (1-Lipschitz SLL networks).
 To add a sibling: a module here with a class derived from `bench.mechanisms_base.
 InputSpaceMechanism` (noise on the input) or `Mechanism`, decorated with
 `@register_mechanism`; put its scale formula in bench/certify/accounting.py with a test
-against the formula in tests/test_calibration.py, and let `bench validate NAME` audit it.
+against the formula in tests/bench/test_calibration.py, and let `bench validate NAME` audit it.
 """
 
 # The doc page this family's mechanisms link to from a leaderboard (relative to the repository).

@@ -94,7 +94,7 @@ def test_prior_attack_throughput(benchmark, tmp_path) -> None:
 def test_map_attack_closed_form_against_descent(benchmark, solver, tmp_path) -> None:
     """The Gaussian-prior MAP through an identity encoder: one Cholesky solve against the
     default 500-step descent, on the same 64 noisy images (the answers agree; see
-    tests/test_attack_suite.py)."""
+    tests/attacks/test_attack_suite.py)."""
     from attacks.optimization import MAPAttack
     from bench.cache import ArtifactCache
     from bench.protocols import FitContext

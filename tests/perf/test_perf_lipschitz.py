@@ -21,7 +21,7 @@ from bench.certify.lipschitz.local import build_milp, local_lipschitz
 from bench.certify.lipschitz.patterns import exact_by_patterns
 from bench.certify.lipschitz.regions import exact_by_regions
 from bench.certify.lipschitz.relu import operator_norms
-from tests.test_local_lipschitz import random_net
+from tests.bench.certify.lipschitz.test_local_lipschitz import random_net
 
 TIME_LIMIT, SEEDS = 60.0, 5
 HARD = ([8, 32, 32, 8], 0.5)

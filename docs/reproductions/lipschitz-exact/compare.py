@@ -17,7 +17,7 @@ import torch
 from bench.certify.lipschitz.local import build_milp
 from bench.certify.lipschitz.patterns import exact_by_patterns
 from bench.certify.milp import gurobi_available
-from tests.test_local_lipschitz import random_net
+from tests.bench.certify.lipschitz.test_local_lipschitz import random_net
 
 TIME_LIMIT, SEEDS = 60.0, range(5)
 ROWS = [

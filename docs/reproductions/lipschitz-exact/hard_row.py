@@ -27,7 +27,7 @@ import numpy as np
 
 from bench.certify.lipschitz.coupled import CoupledBound
 from bench.certify.lipschitz.relu import operator_norms, preactivation_bounds
-from tests.test_local_lipschitz import random_net
+from tests.bench.certify.lipschitz.test_local_lipschitz import random_net
 
 SIZES, RADIUS, SAMPLES = [8, 32, 32, 8], 0.5, 400_000
 

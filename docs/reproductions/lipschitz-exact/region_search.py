@@ -18,7 +18,7 @@ import numpy as np
 
 from bench.certify.lipschitz.patterns import exact_by_patterns
 from bench.certify.lipschitz.regions import exact_by_regions
-from tests.test_local_lipschitz import random_net
+from tests.bench.certify.lipschitz.test_local_lipschitz import random_net
 
 SIZES, RADIUS, TIME_LIMIT = [8, 32, 32, 8], 0.5, 60.0
 CHECKS = [([8, 8, 8, 8], 0.5), ([8, 8, 8, 8], 1.0), ([4, 12, 10, 3], 0.7), ([6, 16, 16, 5], 0.4)]

@@ -1,0 +1,209 @@
+"""The command line as a user meets it: listing, bad input (one line, exit 2, nothing
+stored), plug-ins through entry points, and regression comparison."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, cli_here, run_cli
+
+PLUGINS = ROOT / "tests" / "plugins"
+
+
+def _one_line_error(proc, *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def _stored_jobs(store: Path) -> int:
+    if not store.exists():
+        return 0
+    with sqlite3.connect(store) as conn:
+        return conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0]
+
+
+def test_list_shows_registered_components(monkeypatch, capsys) -> None:
+    for kind, expected in [
+        ("tasks", "fmnist           [image; data installed] "),  # modality, data here?
+        ("mechanisms", "gauss-input"),
+        ("attacks", "inverter"),
+        ("suites", "smoke (v2; 36 jobs)\n    Plumbing check"),  # its board, its description
+        ("metrics", "ssim"),
+    ]:
+        proc = cli_here(monkeypatch, capsys, "list", kind)
+        assert proc.returncode == 0, proc.stderr
+        assert expected in proc.stdout
+        if kind == "mechanisms":  # each with its paper, identity (no paper) without
+            lines = {line.split()[0]: line for line in proc.stdout.splitlines()}
+            assert lines["lucid"].endswith("Paper: https://arxiv.org/abs/2502.16519")
+            assert "Paper:" not in lines["identity"]
+
+
+def test_help_everywhere(tmp_path) -> None:
+    for cmd in ([], ["run"], ["list"], ["leaderboard"], ["compare"], ["data"]):
+        proc = run_cli(*cmd, "--help", cwd=tmp_path)
+        assert proc.returncode == 0 and "Usage" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["run", "--suite", "no-such-suite"], ["unknown suite 'no-such-suite'", "smoke"]),
+        (["run", "--suite", "smok"], ["unknown suite 'smok' (did you mean 'smoke'?)"]),
+        (["run", "--suite", "no-such-dir/x.toml"], ["suite file not found: no-such-dir/x.toml"]),
+        (["validate", "gauss-inptu"], ["unknown mechanism 'gauss-inptu' (did you mean"]),
+        (["list", "gadgets"], ["cannot list 'gadgets'"]),
+        (["leaderboard", "--suite", "smoke", "--store", "missing.sqlite"], ["no result store"]),
+        (["compare", "missing.json", "missing.json"], ["missing.json"]),
+    ],
+)
+def test_user_mistakes_give_one_line_and_exit_2(
+    tmp_path, args, fragments, monkeypatch, capsys
+) -> None:
+    # In this process: test_malformed_suite_file checks the same path in a fresh one.
+    _one_line_error(cli_here(monkeypatch, capsys, *args, cwd=tmp_path), *fragments)
+
+
+def test_unknown_filter_names_are_refused(tmp_path, tiny_suite, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)  # nothing may land in the checkout if a check is missed
+    store = str(tmp_path / "s.sqlite")
+    for flag, value in (("--task", "cifar10"), ("--mechanism", "nope"), ("--attack", "nope")):
+        proc = cli_here(
+            monkeypatch, capsys, "run", "--suite", str(tiny_suite), flag, value, "--store", store
+        )
+        _one_line_error(proc, f"no {flag[2:]} '{value}'")
+    assert _stored_jobs(tmp_path / "s.sqlite") == 0
+
+
+@pytest.mark.slow
+def test_malformed_suite_file(tmp_path, tiny_suite) -> None:
+    tiny_suite.write_text(tiny_suite.read_text() + "\nretries = 3\n")
+    proc = run_cli("run", "--suite", str(tiny_suite), cwd=tmp_path)
+    _one_line_error(proc, "unknown key 'retries'", str(tiny_suite))
+
+
+def test_missing_dataset_names_the_files(tmp_path, monkeypatch, capsys) -> None:
+    suite = tmp_path / "c.toml"
+    suite.write_text(
+        'name="c"\nversion="1"\n[[task]]\nname="cifar10"\ndata_root="%s"\n'
+        '[[mechanism]]\nname="identity"\n' % (tmp_path / "nowhere")
+    )
+    proc = cli_here(monkeypatch, capsys, "run", "--suite", str(suite), cwd=tmp_path)
+    _one_line_error(proc, "data_batch_1")
+
+
+@pytest.mark.parametrize(("mechanism", "fragment"), [("test-nan", "NaN"), ("test-short", "rows")])
+@pytest.mark.slow
+def test_faulty_plugin_mechanism_fails_each_of_its_jobs_and_nothing_is_stored(
+    tmp_path, tiny_suite, mechanism, fragment
+) -> None:
+    """The harness's output checks fail each job of the mechanism alone (one line each, exit
+    1; tests/bench/test_job_failures.py covers failed jobs among good ones)."""
+    text = tiny_suite.read_text().replace('name = "identity"', f'name = "{mechanism}"')
+    tiny_suite.write_text(text)
+    store = tmp_path / "s.sqlite"
+    proc = run_cli(
+        "run",
+        "--suite",
+        str(tiny_suite),
+        "--mechanism",
+        mechanism,
+        "--store",
+        str(store),
+        "--no-progress",
+        cwd=tmp_path,
+        extra_path=(PLUGINS,),
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    listed = [line for line in proc.stderr.splitlines() if line.startswith("  ")]
+    assert len(listed) == 6  # 2 seeds x (utility + 2 attacks)
+    for line in listed:
+        assert f"MechanismOutputError: mechanism {mechanism}" in line and fragment in line
+    assert "bench: error: 6 jobs failed, leaderboard not written" in proc.stderr
+    assert _stored_jobs(store) == 0
+    assert not (tmp_path / "leaderboards").exists()
+
+
+@pytest.mark.slow
+def test_plugins_are_listed_through_entry_points(tmp_path) -> None:
+    proc = run_cli("list", "mechanisms", cwd=tmp_path, extra_path=(PLUGINS,), check=True)
+    assert "test-nan" in proc.stdout and "test-short" in proc.stdout
+    assert "test-nan" not in run_cli("list", "mechanisms", cwd=tmp_path, check=True).stdout
+
+
+def _board(path: Path, accuracy: float, mse: float) -> Path:
+    metrics = lambda value: {"value": value, "ci": [value * 0.99, value * 1.01], "n": 100}  # noqa: E731
+    rows = [
+        {
+            "task": "fmnist",
+            "mechanism": "gauss-input",
+            "params": {"eps": 1.0},
+            "guarantee": {"notion": "ip"},
+            "attack": None,
+            "attack_params": {},
+            "seeds": 2,
+            "metrics": {"accuracy": metrics(accuracy)},
+        },
+        {
+            "task": "fmnist",
+            "mechanism": "gauss-input",
+            "params": {"eps": 1.0},
+            "guarantee": {"notion": "ip"},
+            "attack": "inverter",
+            "attack_params": {},
+            "seeds": 2,
+            "metrics": {"mse": metrics(mse)},
+        },
+    ]
+    path.write_text(
+        json.dumps(
+            {
+                "suite": "t",
+                "suite_version": "1",
+                "generated_at": "x",
+                "code_version": "0.1.0+abc123",
+                "rows": rows,
+            }
+        )
+    )
+    return path
+
+
+def test_compare_exit_codes(tmp_path, monkeypatch, capsys) -> None:
+    base = _board(tmp_path / "base.json", 0.80, 0.050)
+    same = _board(tmp_path / "same.json", 0.80, 0.050)
+    worse_utility = _board(tmp_path / "worse_acc.json", 0.60, 0.050)
+    stronger_attack = _board(tmp_path / "stronger.json", 0.80, 0.020)
+
+    def compare(*args: Path | str):
+        return cli_here(monkeypatch, capsys, "compare", *map(str, args))
+
+    # The first in a fresh interpreter, as a CI step would call it.
+    assert run_cli("compare", str(base), str(same), cwd=tmp_path).returncode == 0
+    assert compare(base, worse_utility).returncode == 1
+    assert compare(base, stronger_attack).returncode == 1
+    # A loose enough tolerance accepts the utility drop.
+    loose = compare(base, worse_utility, "--tolerance", "accuracy=0.5")
+    assert loose.returncode == 0, loose.stdout
+    _one_line_error(compare(base, same, "--tolerance", "mse=abc"), "mse=abc")
+
+
+def test_list_suites_shows_versions_jobs_needs_and_whole_descriptions(monkeypatch, capsys) -> None:
+    monkeypatch.chdir(ROOT)
+    out = cli_here(monkeypatch, capsys, "list", "suites", cwd=ROOT).stdout
+    assert re.search(r"^lucid-adult \(v\d+; \d+ jobs\)$", out, re.MULTILINE)
+    assert "ip-cifar10 (v1; no committed board · needs full cifar10 data)" in out
+    from bench.suite import load_suite
+
+    default = load_suite("default").description
+    assert " ".join(default.split())[-60:] in " ".join(out.split())  # never cut

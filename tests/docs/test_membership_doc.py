@@ -1,0 +1,56 @@
+"""docs/lucid.md's membership-inference tables are those docs/scripts/membership_tables.py
+writes from the committed lucid-adult, lucid-tabular and default boards: a re-run board
+that moves a number makes this fail until the page is rewritten."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script() -> ModuleType:
+    path = ROOT / "docs" / "scripts" / "membership_tables.py"
+    spec = importlib.util.spec_from_file_location("membership_tables", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_pages_membership_tables_are_the_committed_boards() -> None:
+    script = _script()
+    page = (ROOT / "docs" / "lucid.md").read_text()
+    start, end = page.find(script.BEGIN), page.find(script.END)
+    assert 0 <= start < end, "docs/lucid.md has no membership-tables block"
+    assert page[start : end + len(script.END)] == script.block(), (
+        "docs/lucid.md's membership tables differ from the committed boards: run "
+        "`python docs/scripts/membership_tables.py --write`"
+    )
+
+
+def test_the_prior_line_table_lists_only_rows_without_a_membership_signal() -> None:
+    script = _script()
+    rows = [
+        {"task": "t", "mechanism": "naive-noise", "params": {"eps": 0.0}, "attack": None},
+        {"task": "t", "mechanism": "naive-noise", "params": {"eps": 1.0}, "attack": None},
+        {"task": "t", "mechanism": "label-only", "params": {}, "attack": None},
+        {
+            "task": "t",
+            "mechanism": "dp-sgd",
+            "params": {"eps": 1.0},
+            "attack": None,
+            "constant_predictor": True,
+        },
+    ]
+    for row in list(rows):
+        for attack in script.ATTACKS:
+            metric = {"value": 0.5, "ci": [0.45, 0.55], "n": 10}
+            rows.append({**row, "attack": attack, "metrics": {"mia_auc": metric}})
+    lines = script.prior_line_table([("b", "t", rows)])
+    assert len(lines) == 4  # header, rule, naive-noise eps 0, the constant predictor
+    assert "naive-noise eps 0: every answer uniform" in lines[2]
+    assert "dp-sgd eps 1: one class" in lines[3]
+    assert lines[2].count("0.5 [0.45, 0.55]") == 3

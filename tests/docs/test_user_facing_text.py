@@ -1,0 +1,78 @@
+"""User-facing text speaks of the project, not of how it was built: papers by title and
+year, runs by suite version and date. The README, the docs, the reproduction READMEs, the
+suite files and the report templates must not carry internal milestone names ("stop 42"),
+tracker numbers ("issue 6") or the names of the papers' local copies ("seed 003",
+"seed paper"). Committed record files keep their names (profile-ip-fmnist-stop41.txt):
+a path is not prose, and renaming records would break the links to them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+# Case-insensitive: "Stop 44's search", "Issue 22 made ...", "Seed 004 (...)" are hits too.
+FORBIDDEN = [
+    re.compile(r"\bstop[ -]?\d", re.I),
+    re.compile(r"\bissues? \d", re.I),
+    re.compile(r"\bseed 00\d", re.I),
+    re.compile(r"seed paper", re.I),
+]
+# The name of a committed record file (a path or glob such as `profile-<suite>-stop46.txt`).
+RECORD_NAME = re.compile(r"[\w./<>*-]*stop\d+[\w.*-]*\.(?:txt|md|jsonl?|csv)\b", re.I)
+
+
+def user_facing_files(root: Path) -> list[Path]:
+    """The files a reader of the project sees as prose: no generated pages, no code."""
+    files = [root / "README.md", root / "CONTRIBUTING.md", root / "datasets" / "README.md"]
+    files += [root / "tests" / "README.md"]
+    files += sorted((root / "docs").glob("*.md"))
+    files += sorted((root / "docs" / "reproductions").glob("**/README.md"))
+    files += sorted((root / "bench" / "suites").glob("*.toml"))
+    files += sorted(p for p in (root / "bench" / "report" / "templates").glob("*") if p.is_file())
+    files += sorted((root / "mechanisms").glob("*/README*"))
+    return [p for p in files if p.is_file()]
+
+
+def history_mentions(path: Path, root: Path) -> list[str]:
+    """Every line of `path` that names an internal milestone, tracker entry or seed copy,
+    as 'file:line: text' (record file names left out)."""
+    hits = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        prose = RECORD_NAME.sub("", line)
+        if any(pattern.search(prose) for pattern in FORBIDDEN):
+            hits.append(f"{path.relative_to(root)}:{number}: {line.strip()[:120]}")
+    return hits
+
+
+def test_the_scanner_flags_history_and_leaves_record_names(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (tmp_path / "README.md").write_text(
+        "402 jobs, 32 min 27 s on 2026-11-27.\n"
+        "See `profile-lucid-adult-stop41.txt` and profile-<suite>-stop46.txt.\n"
+        "32 min 27 s at stop 42.\n"
+    )
+    (docs / "lucid.md").write_text(
+        "# LUCID (Seed 003)\nThe stop-30 board.\nIssue 6's headline case.\nThe dFIL seed paper.\n"
+    )
+    hits = [h for p in user_facing_files(tmp_path) for h in history_mentions(p, tmp_path)]
+    assert [h.split(": ", 1)[0] for h in hits] == [
+        "README.md:3",
+        "docs/lucid.md:1",
+        "docs/lucid.md:2",
+        "docs/lucid.md:3",
+        "docs/lucid.md:4",
+    ]
+
+
+def test_user_facing_text_carries_no_development_history() -> None:
+    files = user_facing_files(ROOT)
+    assert ROOT / "README.md" in files and any(p.suffix == ".toml" for p in files)
+    hits = [hit for path in files for hit in history_mentions(path, ROOT)]
+    assert not hits, (
+        "user-facing text names internal history; name papers by title and year and runs "
+        "by suite version and date:\n" + "\n".join(hits)
+    )

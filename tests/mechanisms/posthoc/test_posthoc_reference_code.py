@@ -1,0 +1,143 @@
+"""posthoc-ptr's diagnostic switches for the paper's public code: its sensitivity (the
+l_inf -> l_inf constant, declared not private and never ranked) and its training recipe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from bench.cache import ArtifactCache
+from bench.errors import ConfigError
+from bench.protocols import FitContext
+from bench.report import rows as report_rows
+from bench.report.frontier import frontier_points
+from bench.report.labels import WORST_CASE, describe_guarantee
+from bench.report.overview import task_overview
+from bench.suite import make_task
+from bench.testing import MechanismUnderTest, check_declares_guarantee
+from mechanisms.posthoc.mechanism import NOT_PRIVATE, PosthocPTR
+from mechanisms.posthoc.models import train_obfuscator
+from tests.mechanisms.posthoc.test_posthoc import TINY
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[PosthocPTR, PosthocPTR, Any]:
+    """The same embedder and obfuscator (one cache) calibrated to both sensitivities."""
+    task = make_task("mnist", {"n_train": 400, "n_aux": 50, "n_test": 50}, "<test>")
+    cache = ArtifactCache(Path(tmp_path_factory.mktemp("cache")))
+    fits = []
+    for sensitivity in ("l1", "reference-code"):
+        mech = PosthocPTR(eps=2.0, R=0.05, variant="encoder", sensitivity=sensitivity, **TINY)
+        mech.fit(task, task.splits(), FitContext(0, cache))
+        fits.append(mech)
+    return fits[0], fits[1], task
+
+
+def test_reference_code_sensitivity_is_the_smaller_linf_constant(pair) -> None:
+    """On the same obfuscator each calibration constant is LipMIP's l1Ball1 value: at most
+    the l_inf -> l_1 one and at least 1/k of it (k = 8 outputs), and the release is scaled to
+    it (DeltaP R / eps), so it adds up to k times less noise than the Laplace release needs."""
+    right, ref, _ = pair
+    assert torch.equal(
+        torch.cat([p.flatten() for p in right.f.parameters()]),
+        torch.cat([p.flatten() for p in ref.f.parameters()]),
+    )
+    assert right.cfg.out_norm == "l1" and ref.cfg.out_norm == "linf"
+    l1, linf = right.calibration["values"], ref.calibration["values"]
+    assert np.all(linf <= l1 * (1 + 1e-6)) and np.all(linf >= l1 / 8 * (1 - 1e-6))
+    assert np.any(linf < 0.9 * l1)  # a real gap on a trained obfuscator, not a tie
+    assert ref.delta_p < right.delta_p
+    assert ref.noise().scale == pytest.approx(ref.delta_p * 0.05 / 2.0)
+
+
+def test_reference_code_rows_declare_their_claim_void(pair) -> None:
+    right, ref, _ = pair
+    assert right.guarantee().params == {"eps": 4.0, "delta": 0.025, "radius": 0.05}
+    claim = ref.guarantee().params
+    assert claim["not_private"] == NOT_PRIVATE and claim["eps"] == 4.0
+    assert "l_inf -> l_inf" in NOT_PRIVATE and "does not hold" in NOT_PRIVATE
+    # a void claim is a well-formed declaration (the contract check accepts the reason)
+    mut = MechanismUnderTest(PosthocPTR, dict(ref.params))
+    mut._fitted = ref
+    check_declares_guarantee(mut)
+    text = describe_guarantee(ref.guarantee().to_dict())
+    assert text.startswith("NOT PRIVATE (claimed: ") and NOT_PRIVATE in text
+
+
+def _setting(params: dict[str, Any], guarantee: dict[str, Any], acc: float, ssim: float):
+    common = {"task": "t", "mechanism": "posthoc-ptr", "params": params, "seeds": 1}
+    metric = lambda v: {"value": v, "ci": [v - 0.01, v + 0.01], "n": 10}  # noqa: E731
+    return [
+        {**common, "guarantee": guarantee, "attack": None, "metrics": {"accuracy": metric(acc)}},
+        {
+            **common,
+            "guarantee": guarantee,
+            "attack": WORST_CASE,
+            "metrics": {"ssim": metric(ssim)},
+            "sources": {"ssim": "inverter"},
+        },
+    ]
+
+
+def test_void_claims_are_unreliable_and_never_ranked() -> None:
+    """A setting declared not private is labelled with the reason and kept off the frontier
+    and the best-at-fixed-privacy bands, even where it would dominate every other setting."""
+    claim = {"notion": "reconstruction", "eps": 2.0, "delta": 0.025, "radius": 0.2}
+    rows = [
+        *_setting({"eps": 1.0, "sensitivity": "l1"}, claim, 0.5, 0.3),
+        *_setting(
+            {"eps": 1.0, "sensitivity": "reference-code"}, {**claim, "not_private": "x"}, 0.9, 0.1
+        ),
+    ]
+    report_rows.flag_unreliable(rows)
+    void = [r for r in rows if r["params"]["sensitivity"] == "reference-code"]
+    assert all(r["unreliable"] and r["unreliable_reason"] == "x" for r in void)
+    assert not any(r["unreliable"] for r in rows if r not in void)
+    _, points = frontier_points(rows, "accuracy")
+    assert [p.params["sensitivity"] for p in points] == ["l1"] and points[0].pareto
+    overview = task_overview(rows, "accuracy")
+    best = {
+        band["label"]: band["entries"][0]["line"] if band["entries"] else None
+        for band in overview["ranked"]
+    }
+    assert best["attack SSIM ≤ 0.2"] is None  # only the void setting reaches SSIM <= 0.2
+    assert best["attack SSIM ≤ 0.4"]["all_params"] == "eps=1, sensitivity=l1"
+    # nor is it ranked on its claim: the void eps is no privacy level
+    claimed = [b for b in overview["ranked"] if b["kind"] == "claim"]
+    assert all(e["line"]["not_private"] == "" for b in claimed for e in b["entries"])
+    assert [line["not_private"] for line in overview["lines"]] == ["", "x"]
+    # an audit that also refutes the void claim adds its own reason
+    rows[2]["metrics"]["eps_audit_lb"] = {"value": 3.1, "ci": [3.1, 3.1], "n": 1}
+    report_rows.flag_unreliable(rows)
+    assert void[0]["unreliable_reason"] == "x; privacy audit: eps lower bound 3.1 > claimed 2"
+
+
+def test_reference_code_recipe_shape_and_inert_contrastive_term() -> None:
+    """The public code's recipe: obfuscator [in, 10, out], and its contrastive term taken on
+    the embedding, which leaves f's training exactly that of the plain encoder."""
+    gen = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    z, x = torch.randn(256, 8, generator=gen()), torch.rand(256, 1, 28, 28, generator=gen())
+    y = torch.randint(0, 10, (256,), generator=gen())
+
+    def train(variant: str, recipe: str) -> torch.Tensor:
+        torch.manual_seed(0)
+        f, _ = train_obfuscator(z, x, y, 10, variant, 2, gen(), recipe=recipe)
+        return torch.cat([p.detach().flatten() for p in f.parameters()])
+
+    ref_c, ref_enc = train("c", "reference-code"), train("encoder", "reference-code")
+    assert torch.equal(ref_c, ref_enc) and ref_c.numel() == 8 * 10 + 10 + 10 * 8 + 8
+    assert not torch.equal(train("c", "bench"), train("encoder", "bench"))
+
+
+def test_bad_switch_values_are_one_line_errors() -> None:
+    for bad in (
+        {"sensitivity": "linf"},
+        {"lipschitz_method": "regions"},
+        {"recipe": "paper"},
+    ):
+        with pytest.raises(ConfigError):
+            PosthocPTR(**bad)
