@@ -5,10 +5,9 @@ that moves a number makes this fail until the page is rewritten."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import ROOT
 
 
 def _script() -> ModuleType:
