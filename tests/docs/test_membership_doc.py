@@ -4,19 +4,14 @@ that moves a number makes this fail until the page is rewritten."""
 
 from __future__ import annotations
 
-import importlib.util
 from types import ModuleType
 
 from tests.conftest import ROOT
+from tests.docs import doc_script
 
 
 def _script() -> ModuleType:
-    path = ROOT / "docs" / "scripts" / "membership_tables.py"
-    spec = importlib.util.spec_from_file_location("membership_tables", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return doc_script("membership_tables")
 
 
 def test_the_pages_membership_tables_are_the_committed_boards() -> None:

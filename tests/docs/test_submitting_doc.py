@@ -7,7 +7,6 @@ the slow lane reruns the script and compares everything but the timings."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 from types import ModuleType
 
@@ -15,17 +14,13 @@ import pytest
 
 from bench.testing import CHECKS
 from tests.conftest import ROOT
+from tests.docs import doc_script
 
 DOC = (ROOT / "docs" / "submitting.md").read_text()
 
 
 def _script() -> ModuleType:
-    path = ROOT / "docs" / "scripts" / "submitting_outputs.py"
-    spec = importlib.util.spec_from_file_location("submitting_outputs", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return doc_script("submitting_outputs")
 
 
 SCRIPT = _script()
