@@ -858,12 +858,20 @@ def compare(
             "different machines)."
         ),
     ] = True,
+    ignore_param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore-param",
+            help="Leave this mechanism parameter out of the rows' identity on both boards "
+            "(repeatable): matches a board written before a parameter existed.",
+        ),
+    ] = None,
 ) -> None:
     """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance
     (with --exact: when any non-timing number differs); boards of two suites are refused.
     Both boards must follow the leaderboard JSON Schema (exit 2 naming the first violation)."""
     from bench.report.compare import compare as compare_boards
-    from bench.report.compare import parse_tolerances
+    from bench.report.compare import parse_tolerances, without_params
     from bench.report.load import load_leaderboard
     from bench.report.schema_check import check_schema
 
@@ -872,7 +880,7 @@ def compare(
     for path in (baseline, candidate):
         board = load_leaderboard(path)
         check_schema(board, path)  # after load: a missing file or bad JSON says so first
-        boards.append(board)
+        boards.append(without_params(board, ignore_param or []))
     report = compare_boards(
         *boards,
         tolerance=0.05 if default is None else default,

@@ -160,6 +160,27 @@ def _change_table(
     return ["", f"{title}:", fmt.format(*header), *(fmt.format(*r) for r in body)]
 
 
+def without_params(doc: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """`doc` with the parameters `names` left out of every row, so a board written before
+    a parameter existed matches rows that carry it at its default. Refused in one line when
+    leaving them out makes two rows of `doc` one."""
+    if not names:
+        return doc
+    rows, seen = [], set()
+    for row in doc.get("rows", []):
+        params = {k: v for k, v in (row.get("params") or {}).items() if k not in names}
+        stripped = {**row, "params": params}
+        key = row_key(stripped)
+        if key in seen:
+            raise ConfigError(
+                f"--ignore-param {','.join(names)}: two rows become {key.label()}; those "
+                "parameters tell rows apart on this board"
+            )
+        seen.add(key)
+        rows.append(stripped)
+    return {**doc, "rows": rows}
+
+
 def _index(doc: dict[str, Any]) -> dict[RowKey, dict[str, Any]]:
     return {row_key(r): r for r in doc.get("rows", [])}
 

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from bench.errors import ConfigError
-from bench.report.compare import compare, parse_tolerances
+from bench.report.compare import compare, parse_tolerances, without_params
 
 
 def _row(attack, metrics):
@@ -219,3 +219,22 @@ def test_rows_are_labelled_by_the_parameters_that_tell_them_apart() -> None:
     text = compare(doc, worse).format()
     assert "fmnist | gauss-input(eps=5.0) | -" in text
     assert max(len(line) for line in text.splitlines()) < 160
+
+
+def test_a_parameter_added_since_the_baseline_is_matched_when_ignored() -> None:
+    newer = copy.deepcopy(BASE)
+    for row in newer["rows"]:
+        row["params"]["method"] = "auto"  # a new parameter, at its default
+    report = compare(BASE, newer)
+    assert not report.ok and report.matched == 0  # rows keyed by every parameter
+    report = compare(without_params(BASE, ["method"]), without_params(newer, ["method"]))
+    assert report.ok and report.matched == 2
+
+
+def test_ignoring_a_parameter_that_tells_rows_apart_is_refused() -> None:
+    board = copy.deepcopy(BASE)
+    other = copy.deepcopy(board["rows"][0])
+    other["params"]["eps"] = 2.0
+    board["rows"].append(other)
+    with pytest.raises(ConfigError, match="two rows become"):
+        without_params(board, ["eps"])
