@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bench.report.load import load_leaderboard
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "lucid.md"
 BEGIN, END = "<!-- membership-tables:begin -->", "<!-- membership-tables:end -->"
@@ -32,7 +34,7 @@ WORST = "worst case"
 
 
 def _rows(board: str) -> list[dict[str, Any]]:
-    return json.loads((ROOT / "leaderboards" / board / "leaderboard.json").read_text())["rows"]
+    return load_leaderboard(ROOT / "leaderboards" / board / "leaderboard.json")["rows"]
 
 
 def _num(x: float) -> str:
