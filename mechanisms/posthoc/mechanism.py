@@ -35,6 +35,7 @@ from mechanisms.posthoc.decisions import (
 from mechanisms.posthoc.models import (
     REFERENCE_HIDDEN,
     BetaVAE,
+    Checkpoint,
     Recipe,
     Variant,
     classifier,
@@ -186,6 +187,7 @@ class PosthocPTR(Mechanism):
         sensitivity: Sensitivity = "l1"
         lipschitz_method: Literal["milp", "auto"] = "auto"
         recipe: Recipe = "bench"
+        checkpoint: Checkpoint = "last"
 
     p: Params
 
@@ -227,6 +229,7 @@ class PosthocPTR(Mechanism):
             "alpha": p.alpha,
             "obf_epochs": p.obf_epochs,
             "recipe": p.recipe,
+            "checkpoint": p.checkpoint,
             "code": code_digest("mechanisms.posthoc.models"),
         }
 
@@ -244,6 +247,7 @@ class PosthocPTR(Mechanism):
                     device=ctx.device,
                     recipe=p.recipe,
                     z_std=self._posterior_std(train.x) if p.recipe == "reference-code" else None,
+                    checkpoint=p.checkpoint,
                 )
             return {"f": f.state_dict(), "h": h.state_dict(), "out_dim": 8}
 

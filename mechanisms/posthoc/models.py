@@ -15,10 +15,16 @@ obfuscator [in, 10, out], Adam 1e-4 for f and h, f trained on samples of the VAE
 (z = mu + sigma * N(0, 1), where the release uses mu), the noise term as Laplace(sigma) on the
 classifier's input only (f gets no noise gradient), and the contrastive term evaluated on
 the embedding z instead of f's output, so that it adds nothing to f's gradient.
+
+Two checkpoint rules (`CHECKPOINTS`): "last" (the networks after the last epoch) and
+"reference-code", the public code's rule of keeping the epoch with the lowest
+alpha * reconstruction MSE + (1 - alpha) * cross-entropy, which it read on the test split;
+bench reads it on the training records, so that no choice depends on the queries.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Literal, get_args
 
@@ -39,6 +45,8 @@ Recipe = Literal["bench", "reference-code"]
 RECIPES: tuple[str, ...] = get_args(Recipe)
 REFERENCE_HIDDEN = (10,)  # the public code's obfuscator [in, 10, out]
 REFERENCE_LR = 1e-4  # its Adam step for the obfuscator and the classifier
+Checkpoint = Literal["last", "reference-code"]
+CHECKPOINTS: tuple[str, ...] = get_args(Checkpoint)
 
 
 def variant_parts(variant: str) -> frozenset[str]:
@@ -155,16 +163,23 @@ def train_obfuscator(
     device: torch.device = CPU,
     recipe: str = "bench",
     z_std: torch.Tensor | None = None,
+    checkpoint: str = "last",
+    trace: list[float] | None = None,
 ) -> tuple[nn.Sequential, nn.Sequential]:
     """Train obfuscator f and classifier h on embeddings z (labels y; images x for the ARL
     proxy decoder) on `device`. Returns (f, h). Variants per paper Table 1, `recipe` per
     RECIPES (module docstring; "reference-code" replaces `hidden` and, given the posterior
-    standard deviations `z_std`, trains on posterior samples around `z`)."""
+    standard deviations `z_std`, trains on posterior samples around `z`), `checkpoint` per
+    CHECKPOINTS; `trace`, when given, receives the checkpoint criterion after each epoch."""
     parts = variant_parts(variant)
     if not 0 <= alpha < 1:
         raise ConfigError(f"ARL weight alpha must lie in [0, 1), got {alpha}")
     if recipe not in RECIPES:
         raise ConfigError(f"unknown training recipe {recipe!r}; choose one of {RECIPES}")
+    if checkpoint not in CHECKPOINTS:
+        raise ConfigError(f"unknown checkpoint rule {checkpoint!r}; choose one of {CHECKPOINTS}")
+    scores = [] if trace is None else trace
+    best: tuple[float, dict[str, torch.Tensor], dict[str, torch.Tensor]] | None = None
     reference = recipe == "reference-code"
     f = obfuscator(z.shape[1], REFERENCE_HIDDEN if reference else hidden, out_dim).to(device)
     h = classifier(out_dim, num_classes).to(device)
@@ -206,9 +221,38 @@ def train_obfuscator(
                 opt_adv.zero_grad()
                 rec.backward()
                 opt_adv.step()
+        if checkpoint == "reference-code" or trace is not None:
+            scores.append(checkpoint_loss(f, h, adv, z, y, flat, parts, alpha))
+            if checkpoint == "reference-code" and (best is None or scores[-1] < best[0]):
+                best = (scores[-1], copy.deepcopy(f.state_dict()), copy.deepcopy(h.state_dict()))
+    if best is not None:
+        f.load_state_dict(best[1])
+        h.load_state_dict(best[2])
     f.eval()
     h.eval()
     return f, h
+
+
+@torch.no_grad()
+def checkpoint_loss(
+    f: nn.Module,
+    h: nn.Module,
+    adv: nn.Module,
+    z: torch.Tensor,
+    y: torch.Tensor,
+    flat: torch.Tensor,
+    parts: frozenset[str],
+    alpha: float,
+) -> float:
+    """The public code's checkpoint criterion on (z, y, flat): alpha * the proxy decoder's
+    reconstruction MSE + (1 - alpha) * cross-entropy for the ARL variants, cross-entropy alone
+    for the others (they train no decoder). It reads the embeddings' means, so it draws no
+    randomness and leaves the training itself unchanged."""
+    out = f(z)
+    ce = F.cross_entropy(h(out), y).item()
+    if "arl" not in parts:
+        return ce
+    return alpha * F.mse_loss(torch.sigmoid(adv(out)), flat).item() + (1 - alpha) * ce
 
 
 def laplace(

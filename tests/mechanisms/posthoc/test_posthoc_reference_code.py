@@ -133,11 +133,39 @@ def test_reference_code_recipe_shape_and_inert_contrastive_term() -> None:
     assert not torch.equal(train("c", "bench"), train("encoder", "bench"))
 
 
+def test_reference_code_checkpoint_keeps_the_epoch_with_the_lowest_criterion() -> None:
+    """The public code's checkpoint rule returns the networks of the epoch whose criterion
+    (alpha * reconstruction MSE + (1 - alpha) * CE for ARL) was lowest: exactly those of a
+    run stopped at that epoch, since reading the criterion draws no randomness. The images
+    are a function of the embedding, so the obfuscator's hiding raises the criterion after
+    the decoder's first gains, and the rule keeps an early epoch."""
+    gen = lambda: torch.Generator().manual_seed(1)  # noqa: E731
+    z = torch.randn(256, 8, generator=gen())
+    x = torch.sigmoid(z @ torch.randn(8, 64, generator=gen())).reshape(256, 1, 8, 8)
+    y = (z[:, 0] > 0).long() + 2 * (z[:, 1] > 0).long()
+
+    def train(epochs: int, checkpoint: str, trace: list[float] | None = None) -> torch.Tensor:
+        torch.manual_seed(0)
+        f, h = train_obfuscator(
+            z, x, y, 4, "arl", epochs, gen(), batch_size=32, checkpoint=checkpoint, trace=trace
+        )
+        return torch.cat([p.detach().flatten() for p in (*f.parameters(), *h.parameters())])
+
+    trace: list[float] = []
+    selected = train(8, "reference-code", trace)
+    best_epoch = int(np.argmin(trace)) + 1
+    assert len(trace) == 8 and 1 < best_epoch < 8
+    assert torch.equal(selected, train(best_epoch, "last"))
+    last_trace: list[float] = []  # reading the criterion under "last" changes nothing
+    assert not torch.equal(selected, train(8, "last", last_trace)) and last_trace == trace
+
+
 def test_bad_switch_values_are_one_line_errors() -> None:
     for bad in (
         {"sensitivity": "linf"},
         {"lipschitz_method": "regions"},
         {"recipe": "paper"},
+        {"checkpoint": "best"},
     ):
         with pytest.raises(ConfigError):
             PosthocPTR(**bad)
