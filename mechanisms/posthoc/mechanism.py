@@ -83,7 +83,8 @@ DELTA_P = register_metric(
         "delta_p",
         "lower",
         "reference",
-        "posthoc-ptr: proposed local sensitivity bound DeltaP = mean + 3 std of those constants",
+        "posthoc-ptr: proposed local sensitivity bound DeltaP = mean + 3 std of those constants "
+        "(or the hand-set `proposal`)",
     )
 )
 LIPSCHITZ_EXACT = register_metric(
@@ -188,6 +189,7 @@ class PosthocPTR(Mechanism):
         lipschitz_method: Literal["milp", "auto"] = "auto"
         recipe: Recipe = "bench"
         checkpoint: Checkpoint = "last"
+        proposal: float = 0.0  # DeltaP given by hand; 0: calibrated (mean + 3 std)
 
     p: Params
 
@@ -200,6 +202,8 @@ class PosthocPTR(Mechanism):
         for key in ("vae_epochs", "obf_epochs", "n_calib", "node_limit"):
             if getattr(p, key) < 1:
                 raise ConfigError(f"posthoc-ptr: {key} must be a positive integer")
+        if not (p.proposal >= 0 and math.isfinite(p.proposal)):
+            raise ConfigError("posthoc-ptr: proposal must be a finite DeltaP (0: calibrated)")
         if p.r_max and p.r_max <= p.R:
             raise ConfigError("posthoc-ptr: r_max must exceed R (or be 0 for the default)")
 
@@ -280,7 +284,9 @@ class PosthocPTR(Mechanism):
             lambda: self._calibrate(to_cpu(z_train[: p.n_calib]), radius),
         )
         self.calibration = calib
-        self.delta_p = float(calib["delta_p"])
+        # Alg. 1 step 1 may propose any DeltaP fixed before the query is seen: PTR's test
+        # (Lemma 4.3) checks it at each query, so a hand-set `proposal` keeps Theorem 4.4.
+        self.delta_p = p.proposal or float(calib["delta_p"])
         r_max = p.r_max or default_r_max(eps, delta, radius)
         self.cfg = PTRConfig(
             eps,

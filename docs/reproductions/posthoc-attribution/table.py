@@ -55,6 +55,18 @@ STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
             "checkpoint": "reference-code",
         },
     ),
+    (
+        "6 + reference-code hand-set DeltaP, PTR test kept (not private)",
+        "posthoc-attribution",
+        {
+            **REFERENCE_TRAINING,
+            "vae_epochs": 2,
+            "obf_epochs": 30,
+            **ARL_WEIGHTS,
+            "checkpoint": "reference-code",
+            "proposal": {"encoder": 2.5, "c": 3.9, "arl": 1.3, "arl-c-n": 0.3},
+        },
+    ),
 )
 DEFAULTS = {
     "sensitivity": "l1",
@@ -64,6 +76,7 @@ DEFAULTS = {
     "vae_epochs": 20,
     "alpha": 0.99,
     "checkpoint": "last",
+    "proposal": 0.0,
 }
 
 
@@ -107,7 +120,8 @@ def utility_rows(board: str) -> list[dict[str, Any]]:
 def find(rows: list[dict[str, Any]], own: dict[str, Any], variant: str, eps: float) -> dict | None:
     want = {**DEFAULTS, **own_params(own, variant), "variant": variant, "eps": eps}
     for row in rows:
-        if all(row["params"].get(k) == v for k, v in want.items()):
+        # a board written before a parameter existed ran at its default
+        if all(row["params"].get(k, DEFAULTS.get(k)) == v for k, v in want.items()):
             return row
     return None
 

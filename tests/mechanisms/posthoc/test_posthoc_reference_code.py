@@ -133,6 +133,19 @@ def test_reference_code_recipe_shape_and_inert_contrastive_term() -> None:
     assert not torch.equal(train("c", "bench"), train("encoder", "bench"))
 
 
+def test_hand_set_proposal_is_the_deltap_that_the_test_and_the_release_use(pair) -> None:
+    """A hand-set `proposal` replaces the calibrated DeltaP in PTR's test and in the release
+    scale (DeltaP R / eps); the calibration is still run and reported."""
+    right, _, task = pair
+    cache = ArtifactCache(right.ctx.cache.root)
+    mech = PosthocPTR(eps=2.0, R=0.05, variant="encoder", proposal=0.5, **TINY)
+    mech.fit(task, task.splits(), FitContext(0, cache))
+    assert mech.delta_p == 0.5 and mech.cfg.delta_p == 0.5
+    assert mech.noise().scale == pytest.approx(0.5 * 0.05 / 2.0)
+    assert mech.calibration["delta_p"] == right.delta_p != 0.5
+    assert mech.claim_metrics(task, task.splits())["delta_p"].value == 0.5
+
+
 def test_reference_code_checkpoint_keeps_the_epoch_with_the_lowest_criterion() -> None:
     """The public code's checkpoint rule returns the networks of the epoch whose criterion
     (alpha * reconstruction MSE + (1 - alpha) * CE for ARL) was lowest: exactly those of a
@@ -166,6 +179,8 @@ def test_bad_switch_values_are_one_line_errors() -> None:
         {"lipschitz_method": "regions"},
         {"recipe": "paper"},
         {"checkpoint": "best"},
+        {"proposal": -1.0},
+        {"proposal": float("inf")},
     ):
         with pytest.raises(ConfigError):
             PosthocPTR(**bad)
