@@ -1,4 +1,6 @@
-"""Audit of Posthoc PTR's own randomised steps (`posthoc-ptr`; seed 000 §4, supplement 001).
+"""Audit of Posthoc PTR's own randomised steps (`posthoc-ptr`; "Posthoc privacy guarantees for
+collaborative inference with modified Propose-Test-Release", NeurIPS 2023, Sec. 4 and its
+supplement).
 
 The claim, (2 eps, delta/2, R)-reconstruction privacy over l_inf in EMBEDDING space, is
 Theorem 4.4's composition of two steps, each calibrated to eps:
