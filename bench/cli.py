@@ -863,7 +863,8 @@ def compare(
         typer.Option(
             "--ignore-param",
             help="Leave this mechanism parameter out of the rows' identity on both boards "
-            "(repeatable): matches a board written before a parameter existed.",
+            "(repeatable): matches a board written before a parameter existed. NAME=VALUE "
+            "leaves it out only where it holds VALUE (its default).",
         ),
     ] = None,
 ) -> None:

@@ -28,6 +28,7 @@ Boards of two different suites are refused.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -162,13 +163,20 @@ def _change_table(
 
 def without_params(doc: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """`doc` with the parameters `names` left out of every row, so a board written before
-    a parameter existed matches rows that carry it at its default. Refused in one line when
-    leaving them out makes two rows of `doc` one."""
+    a parameter existed matches rows that carry it at its default. A name given as
+    NAME=VALUE (VALUE read as JSON, else as text) is left out only where it holds VALUE, so
+    rows that set it otherwise stay apart. Refused in one line when leaving them out makes
+    two rows of `doc` one."""
     if not names:
         return doc
+    only = dict(_split_default(n) for n in names)
     rows, seen = [], set()
     for row in doc.get("rows", []):
-        params = {k: v for k, v in (row.get("params") or {}).items() if k not in names}
+        params = {
+            k: v
+            for k, v in (row.get("params") or {}).items()
+            if k not in only or (only[k] is not _ANY and v != only[k])
+        }
         stripped = {**row, "params": params}
         key = row_key(stripped)
         if key in seen:
@@ -179,6 +187,20 @@ def without_params(doc: dict[str, Any], names: list[str]) -> dict[str, Any]:
         seen.add(key)
         rows.append(stripped)
     return {**doc, "rows": rows}
+
+
+_ANY = object()  # NAME without =VALUE: left out whatever its value
+
+
+def _split_default(name: str) -> tuple[str, Any]:
+    """'NAME' -> (NAME, any value); 'NAME=VALUE' -> (NAME, VALUE as JSON, else as text)."""
+    if "=" not in name:
+        return name, _ANY
+    key, text = name.split("=", 1)
+    try:
+        return key, json.loads(text)
+    except json.JSONDecodeError:
+        return key, text
 
 
 def _index(doc: dict[str, Any]) -> dict[RowKey, dict[str, Any]]:

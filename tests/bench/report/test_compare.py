@@ -231,6 +231,20 @@ def test_a_parameter_added_since_the_baseline_is_matched_when_ignored() -> None:
     assert report.ok and report.matched == 2
 
 
+def test_a_parameter_ignored_at_its_default_keeps_other_values_apart() -> None:
+    """NAME=VALUE leaves the parameter out only where it holds VALUE: rows at the default
+    match the older board, a row that sets it otherwise is an added row, not a match."""
+    newer = copy.deepcopy(BASE)
+    newer["rows"][0]["params"]["proposal"] = 0.0
+    newer["rows"][1]["params"]["proposal"] = 2.5
+    report = compare(BASE, without_params(newer, ["proposal=0.0"]))
+    assert report.matched == 1 and len(report.added) == 1
+    assert without_params(newer, ["proposal=2.5"])["rows"][1]["params"] == BASE["rows"][1]["params"]
+    text = copy.deepcopy(BASE)
+    text["rows"][0]["params"]["recipe"] = "bench"
+    assert without_params(text, ["recipe=bench"])["rows"][0]["params"] == BASE["rows"][0]["params"]
+
+
 def test_ignoring_a_parameter_that_tells_rows_apart_is_refused() -> None:
     board = copy.deepcopy(BASE)
     other = copy.deepcopy(board["rows"][0])
