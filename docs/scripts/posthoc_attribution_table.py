@@ -2,19 +2,24 @@
 posthoc-attribution-subset, posthoc-attribution-checkpoint and posthoc-attribution and the
 paper's Table 1 cells in bench/reference/posthoc.toml: accuracy [95% CI] of each cumulative
 step per obfuscator and eps, DeltaP per step, and each step's share of the gap to the paper
-at eps 5 and 10.
+at eps 5 and 10. It prints the table, or with --write puts it in docs/posthoc.md between
+`<!-- attribution-table:begin -->` and `<!-- attribution-table:end -->`
+(tests/docs/test_posthoc_attribution_doc.py holds the page to it).
 
-    cd docs/reproductions/posthoc-attribution && python table.py > table.md
+    python docs/scripts/posthoc_attribution_table.py [--write]
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("encoder", "arl", "c", "arl-c-n")
 EPS = (1.0, 2.0, 5.0, 10.0)
 # (label, board, the step's own parameters; every other parameter at its default). A
@@ -22,6 +27,13 @@ EPS = (1.0, 2.0, 5.0, 10.0)
 # default, so their row is the step before's.
 REFERENCE_TRAINING = {"sensitivity": "reference-code", "recipe": "reference-code"}
 ARL_WEIGHTS = {"alpha": {"arl": 0.9, "arl-c-n": 0.995}}
+FULL_SET = {
+    **REFERENCE_TRAINING,
+    "vae_epochs": 2,
+    "obf_epochs": 30,
+    **ARL_WEIGHTS,
+    "checkpoint": "reference-code",
+}
 STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("0 bench default (5k)", "posthoc-attribution-subset", {}),
     (
@@ -44,26 +56,18 @@ STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "posthoc-attribution-checkpoint",
         {**REFERENCE_TRAINING, "obf_epochs": 300, **ARL_WEIGHTS, "checkpoint": "reference-code"},
     ),
+    ("5 + full training set, 50k (not private)", "posthoc-attribution", FULL_SET),
     (
-        "5 + full training set, 50k (not private)",
+        "6 + no noise fine-tuning of the classifier (not private)",
         "posthoc-attribution",
-        {
-            **REFERENCE_TRAINING,
-            "vae_epochs": 2,
-            "obf_epochs": 30,
-            **ARL_WEIGHTS,
-            "checkpoint": "reference-code",
-        },
+        {**FULL_SET, "finetune_epochs": 0},
     ),
     (
-        "6 + reference-code hand-set DeltaP, PTR test kept (not private)",
+        "7 + reference-code hand-set DeltaP, PTR test kept (not private)",
         "posthoc-attribution",
         {
-            **REFERENCE_TRAINING,
-            "vae_epochs": 2,
-            "obf_epochs": 30,
-            **ARL_WEIGHTS,
-            "checkpoint": "reference-code",
+            **FULL_SET,
+            "finetune_epochs": 0,
             "proposal": {"encoder": 2.5, "c": 3.9, "arl": 1.3, "arl-c-n": 0.3},
         },
     ),
@@ -77,6 +81,7 @@ DEFAULTS = {
     "alpha": 0.99,
     "checkpoint": "last",
     "proposal": 0.0,
+    "finetune_epochs": 5,
 }
 
 
@@ -132,7 +137,10 @@ def cell(row: dict | None, metric: str = "accuracy") -> str:
     m = row["metrics"][metric]
     if metric != "accuracy":
         return f"{m['value']:.3g}"
-    return f"{m['value']:.3f} [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
+    text = f"{m['value']:.3f} [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
+    answered = row["metrics"].get("release_rate", {}).get("value", 1.0)
+    # accuracy is over the answered queries: say so where PTR refuses many
+    return text if answered >= 0.95 else f"{text}, {answered:.0%} answered"
 
 
 def main() -> None:
@@ -187,7 +195,37 @@ def main() -> None:
         print(f"| {label}{note} | " + " | ".join(text) + " |")
         prev = (board, own)
     print(f"| paper (Table 1) | {paper_mean[0]:.3f} | {paper_mean[1]:.3f} |")
+    left_table(boards, ref)
     audit_table(boards)
+
+
+def left_table(
+    boards: dict[str, list[dict[str, Any]]], ref: dict[tuple[str, float], float]
+) -> None:
+    """What is left after the last three steps, per variant at eps 5 and 10: bench - paper,
+    with "ok" where the paper's value lies within 0.05 or inside bench's 95% CI."""
+    last = STEPS[-3:]
+    print("\n**What is left** (bench - paper after the last three steps; ok: within 0.05 of")
+    print("the paper or the paper inside bench's 95% CI)\n")
+    head = " | ".join(
+        f"step {label.split()[0]}, eps {e:g}" for label, _, _ in last for e in (5, 10)
+    )
+    print(f"| variant | {head} |")
+    print("|---|" + "---|" * (2 * len(last)))
+    for variant in VARIANTS:
+        out = []
+        for _, board, own in last:
+            for e in (5.0, 10.0):
+                row = find(boards[board], own, variant, e)
+                if row is None:
+                    out.append("not run")
+                    continue
+                m, paper_value = row["metrics"]["accuracy"], ref[(variant, e)]
+                ok = (
+                    abs(m["value"] - paper_value) <= 0.05 or m["ci"][0] <= paper_value <= m["ci"][1]
+                )
+                out.append(f"{m['value'] - paper_value:+.3f}{' ok' if ok else ''}")
+        print(f"| {variant} | " + " | ".join(out) + " |")
 
 
 def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
@@ -208,7 +246,8 @@ def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
                 row = find(boards[board], own, variant, e)
                 m = (row or {}).get("metrics", {})
                 if "eps_audit_lb" not in m:
-                    out.append("not run")
+                    # a row without an audit: PTR's certifier did not settle phi cheaply enough
+                    out.append("not run" if row is None else "not audited")
                     continue
                 lb, ideal = m["eps_audit_lb"]["value"], m["eps_audit_ideal"]["value"]
                 verdict = " **refuted**" if lb > 2 * e else ""
@@ -216,5 +255,24 @@ def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
             print(f"| {label} | {variant} | " + " | ".join(out) + " |")
 
 
+BEGIN, END = "<!-- attribution-table:begin -->", "<!-- attribution-table:end -->"
+PAGE = ROOT / "docs" / "posthoc.md"
+
+
+def block() -> str:
+    """The page's block: the markers around the tables main() prints."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        main()
+    return f"{BEGIN}\n{text.getvalue().strip()}\n{END}"
+
+
+def write() -> None:
+    """Replace the block in docs/posthoc.md (it must hold both markers)."""
+    page = PAGE.read_text()
+    start, end = page.index(BEGIN), page.index(END) + len(END)
+    PAGE.write_text(page[:start] + block() + page[end:])
+
+
 if __name__ == "__main__":
-    main()
+    write() if "--write" in sys.argv[1:] else main()

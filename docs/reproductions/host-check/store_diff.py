@@ -1,0 +1,54 @@
+"""Job-by-job difference of two result stores of one suite (`bench run --store`): jobs are
+matched on (params without the names given, attack, seed), and every non-timing metric is
+compared; differences below 1e-6 relative are counted as floating-point noise.
+
+    python store_diff.py OLD.sqlite NEW.sqlite [PARAM ...]   # PARAMs left out of the match
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from typing import Any
+
+
+def jobs(path: str, ignore: set[str]) -> dict[tuple[Any, ...], dict[str, float]]:
+    db = sqlite3.connect(path)
+    out = {}
+    for job, params, attack, seed in db.execute("select job_hash, params, attack, seed from jobs"):
+        kept = {k: v for k, v in json.loads(params).items() if k not in ignore}
+        metrics = db.execute("select metric, value from results where job_hash = ?", (job,))
+        out[(json.dumps(kept, sort_keys=True), attack, seed)] = dict(metrics.fetchall())
+    return out
+
+
+def main(old_path: str, new_path: str, *ignore: str) -> None:
+    old, new = jobs(old_path, set(ignore)), jobs(new_path, set(ignore))
+    shared = [k for k in old if k in new]
+    compared, noise, moved = 0, 0.0, []
+    for key in shared:
+        for metric, before in old[key].items():
+            if metric.endswith(("_s", "_ms")) or metric not in new[key]:
+                continue
+            after = new[key][metric]
+            compared += 1
+            rel = abs(after - before) / max(abs(before), 1e-12)
+            if rel > 1e-6:
+                moved.append(
+                    f"  {key[0]} attack={key[1]} seed={key[2]} "
+                    f"{metric}: {before:.6g} -> {after:.6g}"
+                )
+            else:
+                noise = max(noise, rel)
+    print(
+        f"{len(old)} jobs in {old_path}, {len(new)} in {new_path}, {len(shared)} matched; "
+        f"{compared} non-timing values compared"
+    )
+    print(f"values that differ by more than 1e-6 relative: {len(moved)}")
+    print("\n".join(moved))
+    print(f"largest relative difference among the rest: {noise:.2e}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

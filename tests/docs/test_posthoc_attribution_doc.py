@@ -1,0 +1,29 @@
+"""docs/posthoc.md's attribution table is the one docs/scripts/posthoc_attribution_table.py
+writes from the committed posthoc-attribution boards and the paper's cells: a re-run board
+that moves a number makes this fail until the page is rewritten."""
+
+from __future__ import annotations
+
+from tests.conftest import ROOT
+from tests.docs import doc_script
+
+
+def test_the_pages_attribution_table_is_the_committed_boards() -> None:
+    script = doc_script("posthoc_attribution_table")
+    page = (ROOT / "docs" / "posthoc.md").read_text()
+    start, end = page.find(script.BEGIN), page.find(script.END)
+    assert 0 <= start < end, "docs/posthoc.md has no attribution-table block"
+    assert page[start : end + len(script.END)] == script.block(), (
+        "docs/posthoc.md's attribution table differs from the committed boards: run "
+        "`python docs/scripts/posthoc_attribution_table.py --write`"
+    )
+
+
+def test_a_step_that_does_not_apply_to_a_variant_carries_the_step_before() -> None:
+    script = doc_script("posthoc_attribution_table")
+    labels = [label for label, _, _ in script.STEPS]
+    weights = next(i for i, label in enumerate(labels) if "ARL weights" in label)
+    assert script.carried(weights, "encoder") and script.carried(weights, "c")
+    assert not script.carried(weights, "arl") and not script.carried(weights, "arl-c-n")
+    assert script.own_params(script.STEPS[weights][2], "arl")["alpha"] == 0.9
+    assert "alpha" not in script.own_params(script.STEPS[weights][2], "encoder")
