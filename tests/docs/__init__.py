@@ -14,3 +14,14 @@ def doc_script(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def assert_block_is_current(page: str, script: ModuleType, command: str) -> None:
+    """docs/PAGE holds, between the script's BEGIN and END markers, exactly the block the
+    script writes from the committed boards (`command` rewrites it)."""
+    text = (ROOT / "docs" / page).read_text()
+    start, end = text.find(script.BEGIN), text.find(script.END)
+    assert 0 <= start < end, f"docs/{page} has no {script.BEGIN} block"
+    assert text[start : end + len(script.END)] == script.block(), (
+        f"docs/{page}'s block differs from the committed boards: run `{command}`"
+    )

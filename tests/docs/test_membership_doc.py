@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from tests.conftest import ROOT
-from tests.docs import doc_script
+from tests.docs import assert_block_is_current, doc_script
 
 
 def _script() -> ModuleType:
@@ -15,13 +14,8 @@ def _script() -> ModuleType:
 
 
 def test_the_pages_membership_tables_are_the_committed_boards() -> None:
-    script = _script()
-    page = (ROOT / "docs" / "lucid.md").read_text()
-    start, end = page.find(script.BEGIN), page.find(script.END)
-    assert 0 <= start < end, "docs/lucid.md has no membership-tables block"
-    assert page[start : end + len(script.END)] == script.block(), (
-        "docs/lucid.md's membership tables differ from the committed boards: run "
-        "`python docs/scripts/membership_tables.py --write`"
+    assert_block_is_current(
+        "lucid.md", _script(), "python docs/scripts/membership_tables.py --write"
     )
 
 

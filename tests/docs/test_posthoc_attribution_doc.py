@@ -4,18 +4,14 @@ that moves a number makes this fail until the page is rewritten."""
 
 from __future__ import annotations
 
-from tests.conftest import ROOT
-from tests.docs import doc_script
+from tests.docs import assert_block_is_current, doc_script
 
 
 def test_the_pages_attribution_table_is_the_committed_boards() -> None:
-    script = doc_script("posthoc_attribution_table")
-    page = (ROOT / "docs" / "posthoc.md").read_text()
-    start, end = page.find(script.BEGIN), page.find(script.END)
-    assert 0 <= start < end, "docs/posthoc.md has no attribution-table block"
-    assert page[start : end + len(script.END)] == script.block(), (
-        "docs/posthoc.md's attribution table differs from the committed boards: run "
-        "`python docs/scripts/posthoc_attribution_table.py --write`"
+    assert_block_is_current(
+        "posthoc.md",
+        doc_script("posthoc_attribution_table"),
+        "python docs/scripts/posthoc_attribution_table.py --write",
     )
 
 
