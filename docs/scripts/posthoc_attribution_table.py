@@ -224,7 +224,9 @@ def left_table(
                 ok = (
                     abs(m["value"] - paper_value) <= 0.05 or m["ci"][0] <= paper_value <= m["ci"][1]
                 )
-                out.append(f"{m['value'] - paper_value:+.3f}{' ok' if ok else ''}")
+                answered = row["metrics"].get("release_rate", {}).get("value", 1.0)
+                share = "" if answered >= 0.95 else f" ({answered:.0%} answered)"
+                out.append(f"{m['value'] - paper_value:+.3f}{' ok' if ok else ''}{share}")
         print(f"| {variant} | " + " | ".join(out) + " |")
 
 
