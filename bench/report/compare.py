@@ -161,6 +161,9 @@ def _change_table(
     return ["", f"{title}:", fmt.format(*header), *(fmt.format(*r) for r in body)]
 
 
+_ANY = object()  # NAME without =VALUE: left out whatever its value
+
+
 def without_params(doc: dict[str, Any], names: list[str]) -> dict[str, Any]:
     """`doc` with the parameters `names` left out of every row, so a board written before
     a parameter existed matches rows that carry it at its default. A name given as
@@ -187,9 +190,6 @@ def without_params(doc: dict[str, Any], names: list[str]) -> dict[str, Any]:
         seen.add(key)
         rows.append(stripped)
     return {**doc, "rows": rows}
-
-
-_ANY = object()  # NAME without =VALUE: left out whatever its value
 
 
 def _split_default(name: str) -> tuple[str, Any]:

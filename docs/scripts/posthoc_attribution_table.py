@@ -138,9 +138,14 @@ def cell(row: dict | None, metric: str = "accuracy") -> str:
     if metric != "accuracy":
         return f"{m['value']:.3g}"
     text = f"{m['value']:.3f} [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
+    return f"{text}{answered_note(row, ', ')}"
+
+
+def answered_note(row: dict[str, Any], lead: str) -> str:
+    """Accuracy is over the answered queries: `lead` + their share where PTR refused more
+    than 5%, else ""."""
     answered = row["metrics"].get("release_rate", {}).get("value", 1.0)
-    # accuracy is over the answered queries: say so where PTR refuses many
-    return text if answered >= 0.95 else f"{text}, {answered:.0%} answered"
+    return "" if answered >= 0.95 else f"{lead}{answered:.0%} answered"
 
 
 def main() -> None:
@@ -224,8 +229,8 @@ def left_table(
                 ok = (
                     abs(m["value"] - paper_value) <= 0.05 or m["ci"][0] <= paper_value <= m["ci"][1]
                 )
-                answered = row["metrics"].get("release_rate", {}).get("value", 1.0)
-                share = "" if answered >= 0.95 else f" ({answered:.0%} answered)"
+                share = answered_note(row, " (")
+                share += ")" if share else ""
                 out.append(f"{m['value'] - paper_value:+.3f}{' ok' if ok else ''}{share}")
         print(f"| {variant} | " + " | ".join(out) + " |")
 

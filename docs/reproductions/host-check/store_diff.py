@@ -1,6 +1,7 @@
 """Job-by-job difference of two result stores of one suite (`bench run --store`): jobs are
-matched on (params without the names given, attack, seed), and every non-timing metric is
-compared; differences below 1e-6 relative are counted as floating-point noise.
+matched on (params without the names given, attack, seed), and every metric but the timings
+(kind "cost" in bench.metrics, as `bench compare` leaves them out) is compared; differences
+below 1e-6 relative are counted as floating-point noise.
 
     python store_diff.py OLD.sqlite NEW.sqlite [PARAM ...]   # PARAMs left out of the match
 """
@@ -11,6 +12,8 @@ import json
 import sqlite3
 import sys
 from typing import Any
+
+from bench.metrics import METRICS
 
 
 def jobs(path: str, ignore: set[str]) -> dict[tuple[Any, ...], dict[str, float]]:
@@ -29,7 +32,8 @@ def main(old_path: str, new_path: str, *ignore: str) -> None:
     compared, noise, moved = 0, 0.0, []
     for key in shared:
         for metric, before in old[key].items():
-            if metric.endswith(("_s", "_ms")) or metric not in new[key]:
+            timing = metric in METRICS and METRICS[metric].kind == "cost"
+            if timing or metric not in new[key]:
                 continue
             after = new[key][metric]
             compared += 1
