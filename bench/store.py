@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from bench.cpu_math import effective_isa
+from bench.errors import ConfigError
 from bench.hashing import canonical_json
 from bench.jobs import Job
 from bench.metrics import MetricResult
@@ -105,8 +106,25 @@ class ResultStore:
         if self._conn.execute("PRAGMA user_version").fetchone()[0] == 0:
             self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    @classmethod
+    def read_only(cls, path: Path) -> ResultStore:
+        """A reader of an existing store that writes nothing: no schema, no journal mode, no
+        lease (e.g. to compare two old stores); a missing file is a ConfigError."""
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"no result store at {path}")
+        store = cls.__new__(cls)
+        store.path = path
+        store._conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        return store
+
     def close(self) -> None:
         self._conn.close()
+
+    def all_hashes(self) -> list[str]:
+        """Every stored job's hash, in the order the jobs were written."""
+        rows = self._conn.execute("SELECT job_hash FROM jobs ORDER BY created_at, job_hash")
+        return [row[0] for row in rows]
 
     def stored_hashes(self, hashes: list[str]) -> set[str]:
         """Which of `hashes` are already complete in the store."""

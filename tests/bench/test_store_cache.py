@@ -3,12 +3,14 @@ corrupt entry instead of using it."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 
 import numpy as np
 import pytest
 
 from bench.cache import ArtifactCache
+from bench.errors import ConfigError
 from bench.metrics import MetricResult
 from bench.store import ResultStore
 from tests.conftest import stub_job
@@ -29,6 +31,27 @@ def test_second_write_of_a_job_is_a_no_op(tmp_path) -> None:
     np.testing.assert_array_equal(loaded["metrics"]["accuracy"].samples, [0, 1, 1, 0])
     assert loaded["metrics"]["fit_s"].samples is None
     assert other.stored_hashes([stub_job().hash, stub_job(1).hash]) == {stub_job().hash}
+
+
+def test_a_read_only_store_reads_every_job_and_writes_nothing(tmp_path) -> None:
+    """ResultStore.read_only lists and loads what a writer stored, cannot write, leaves the
+    file's bytes as they were, and refuses a path with no store."""
+    path = tmp_path / "r.sqlite"
+    writer = ResultStore(path)
+    for seed in (0, 1):
+        writer.write(stub_job(seed), METRICS, {"notion": "none"}, 1.0)
+    writer.close()
+    before = path.read_bytes()
+    reader = ResultStore.read_only(path)
+    assert sorted(reader.all_hashes()) == sorted([stub_job(0).hash, stub_job(1).hash])
+    (loaded, _) = reader.load(reader.all_hashes())
+    assert loaded["metrics"]["accuracy"].value == 0.5
+    with pytest.raises(sqlite3.OperationalError):
+        reader.write(stub_job(2), METRICS, {"notion": "none"}, 1.0)
+    reader.close()
+    assert path.read_bytes() == before
+    with pytest.raises(ConfigError, match="no result store"):
+        ResultStore.read_only(tmp_path / "absent.sqlite")
 
 
 def test_a_failing_write_leaves_nothing(tmp_path) -> None:

@@ -9,20 +9,26 @@ below 1e-6 relative are counted as floating-point noise.
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
+from pathlib import Path
 from typing import Any
 
 from bench.metrics import METRICS
+from bench.store import ResultStore
 
 
 def jobs(path: str, ignore: set[str]) -> dict[tuple[Any, ...], dict[str, float]]:
-    db = sqlite3.connect(path)
+    """Each stored job's metric values, keyed by (params less `ignore`, attack, seed)."""
+    store = ResultStore.read_only(Path(path))
+    try:
+        rows = store.load(store.all_hashes())
+    finally:
+        store.close()
     out = {}
-    for job, params, attack, seed in db.execute("select job_hash, params, attack, seed from jobs"):
-        kept = {k: v for k, v in json.loads(params).items() if k not in ignore}
-        metrics = db.execute("select metric, value from results where job_hash = ?", (job,))
-        out[(json.dumps(kept, sort_keys=True), attack, seed)] = dict(metrics.fetchall())
+    for row in rows:
+        kept = {k: v for k, v in row["params"].items() if k not in ignore}
+        key = (json.dumps(kept, sort_keys=True), row["attack"], row["seed"])
+        out[key] = {name: m.value for name, m in row["metrics"].items()}
     return out
 
 
