@@ -78,9 +78,47 @@ def _from_blob(b: bytes) -> np.ndarray:
     return np.load(io.BytesIO(b), allow_pickle=False)
 
 
+# The CPU's vector extensions that can change a float kernel's result: bench pins torch to
+# AVX2 (bench.cpu_math), but libraries outside that pin may still choose by these.
+VECTOR_FEATURES = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
+
+
+def cpu_description(cpuinfo: str) -> dict[str, str]:
+    """The CPU model and its VECTOR_FEATURES (space-separated, in that order) from the text of
+    Linux's /proc/cpuinfo; the fields it does not name are left out."""
+    out: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and "cpu_model" not in out:
+            out["cpu_model"] = value.strip()
+        elif key == "flags" and "cpu_features" not in out:
+            flags = set(value.split())
+            out["cpu_features"] = " ".join(f for f in VECTOR_FEATURES if f in flags)
+    return out
+
+
 def machine_info() -> dict[str, str]:
+    """Where a job ran: enough to tell whether two rows' floats can be expected to agree."""
     import torch
 
+    cpuinfo = Path("/proc/cpuinfo")
     return {
         "host": platform.node(),
         "platform": platform.platform(),
@@ -89,6 +127,7 @@ def machine_info() -> dict[str, str]:
         "cpu": platform.processor() or platform.machine(),
         "cpus": str(os.cpu_count() or 0),
         "cpu_isa": effective_isa(),
+        **(cpu_description(cpuinfo.read_text()) if cpuinfo.is_file() else {}),
     }
 
 

@@ -45,7 +45,16 @@ REL_FLOOR = 1e-12
 # below it, scheduler and cache jitter dominate (a 0.04 ms release against 0.1 ms is noise).
 COST_FLOORS = {"_s": 1.0, "_ms": 1.0}
 # Environment fields that decide whether two boards' timings come from the same machine.
-MACHINE_FIELDS = ("platform", "cpu", "cpus", "cpu_isa", "torch", "python")
+MACHINE_FIELDS = (
+    "platform",
+    "cpu",
+    "cpus",
+    "cpu_isa",
+    "cpu_model",
+    "cpu_features",
+    "torch",
+    "python",
+)
 LABEL_WIDTH = 60  # row labels are elided past this many characters
 
 

@@ -92,7 +92,17 @@ def attach_provenance(rows: list[Row], jobs: list[Job], suite_version: str) -> l
     ]
 
 
-ENVIRONMENT_KEYS = ("python", "torch", "platform", "cpu", "cpus", "cpu_isa")  # never the host name
+# never the host name
+ENVIRONMENT_KEYS = (
+    "python",
+    "torch",
+    "platform",
+    "cpu",
+    "cpus",
+    "cpu_isa",
+    "cpu_model",
+    "cpu_features",
+)
 
 
 def attach_environment(

@@ -12,7 +12,7 @@ import pytest
 from bench.cache import ArtifactCache
 from bench.errors import ConfigError
 from bench.metrics import MetricResult
-from bench.store import ResultStore
+from bench.store import ResultStore, cpu_description
 from tests.conftest import stub_job
 
 METRICS = {
@@ -158,3 +158,18 @@ def test_the_builder_modules_are_the_project_code_that_makes_the_artifact(tmp_pa
     key = ArtifactCache(tmp_path).key({"k": 1})
     assert ArtifactCache.entry_key(key, ()) == key
     assert ArtifactCache.entry_key(key, ("bench.hashing",)) != key
+
+
+def test_the_cpu_model_and_vector_extensions_are_read_from_cpuinfo() -> None:
+    """The model name and the float-relevant flags of the first processor, in a fixed order;
+    other flags and later processors are left out."""
+    cpuinfo = (
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\n"
+        "flags\t\t: fpu avx512f sse4_2 avx2 amx_tile avx fma ht\n\n"
+        "processor\t: 1\nmodel name\t: Other\nflags\t\t: avx\n"
+    )
+    assert cpu_description(cpuinfo) == {
+        "cpu_model": "Intel(R) Xeon(R) Processor",
+        "cpu_features": "sse4_2 avx avx2 fma avx512f amx_tile",
+    }
+    assert cpu_description("") == {}

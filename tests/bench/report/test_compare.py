@@ -199,6 +199,19 @@ def test_timings_from_another_machine_or_no_cost_are_left_out() -> None:
     assert not compare(_timed(10.0, 0.04), worse).ok
 
 
+def test_timings_from_cpus_with_other_vector_extensions_are_left_out() -> None:
+    """Two hosts alike in every other field, one with AVX-512: their timings (and floats)
+    are not comparable, and the report names the field; a board without the field (made
+    before it was recorded) is not held against one that has it."""
+    avx2, avx512 = _timed(10.0, 0.04), _timed(40.0, 9.0)
+    for doc, features in ((avx2, "avx avx2 fma"), (avx512, "avx avx2 fma avx512f")):
+        for row in doc["rows"]:
+            row["environment"]["cpu_features"] = features
+    report = compare(avx2, avx512)
+    assert report.ok and "different machines (cpu_features: avx avx2 fma vs" in report.format()
+    assert not compare(_timed(10.0, 0.04), avx512).ok  # no field on one side: timings compared
+
+
 def test_boards_of_two_suites_are_refused() -> None:
     other = copy.deepcopy(BASE)
     other["suite"] = "smoke"
