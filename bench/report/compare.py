@@ -38,23 +38,15 @@ from bench.errors import BenchError, ConfigError
 from bench.hashing import canonical_json
 from bench.metrics import METRICS, NONDETERMINISTIC_OPS, metric_spec
 from bench.report.keys import RowKey, row_key
-from bench.report.provenance import check_comparable
+from bench.report.provenance import ENVIRONMENT_KEYS, check_comparable
 
 REL_FLOOR = 1e-12
 # The smallest growth of a timing that counts as a regression, in the metric's own unit:
 # below it, scheduler and cache jitter dominate (a 0.04 ms release against 0.1 ms is noise).
 COST_FLOORS = {"_s": 1.0, "_ms": 1.0}
-# Environment fields that decide whether two boards' timings come from the same machine.
-MACHINE_FIELDS = (
-    "platform",
-    "cpu",
-    "cpus",
-    "cpu_isa",
-    "cpu_model",
-    "cpu_features",
-    "torch",
-    "python",
-)
+# Environment fields that decide whether two boards' timings come from the same machine:
+# every field a row records about its machine.
+MACHINE_FIELDS = ENVIRONMENT_KEYS
 LABEL_WIDTH = 60  # row labels are elided past this many characters
 
 
