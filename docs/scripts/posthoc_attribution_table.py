@@ -1,5 +1,6 @@
 """The attribution ("waterfall") table of docs/posthoc.md, from the committed boards of
-posthoc-attribution-subset, posthoc-attribution-checkpoint and posthoc-attribution and the
+posthoc-attribution-subset, posthoc-attribution-checkpoint, posthoc-attribution and
+posthoc-attribution-classifier and the
 paper's Table 1 cells in bench/reference/posthoc.toml: accuracy [95% CI] of each cumulative
 step per obfuscator and eps, DeltaP per step, and each step's share of the gap to the paper
 at eps 5 and 10. It prints the table, or with --write puts it in docs/posthoc.md between
@@ -34,6 +35,7 @@ FULL_SET = {
     **ARL_WEIGHTS,
     "checkpoint": "reference-code",
 }
+HAND_SET = {"encoder": 2.5, "c": 3.9, "arl": 1.3, "arl-c-n": 0.3}  # the sweep's DeltaP
 STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("0 bench default (5k)", "posthoc-attribution-subset", {}),
     (
@@ -68,8 +70,22 @@ STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {
             **FULL_SET,
             "finetune_epochs": 0,
-            "proposal": {"encoder": 2.5, "c": 3.9, "arl": 1.3, "arl-c-n": 0.3},
+            "proposal": HAND_SET,
         },
+    ),
+    (
+        "8 + reference-code classifier (not private)",
+        "posthoc-attribution-classifier",
+        {**FULL_SET, "finetune_epochs": 0, "proposal": HAND_SET, "classifier": "reference-code"},
+    ),
+)
+# Rows beside the cumulative chain (not in the shares): the public code's classifier on
+# step 6, with the calibrated DeltaP, where PTR answers most queries.
+SIDE_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "6 + reference-code classifier, beside the chain (not private)",
+        "posthoc-attribution-classifier",
+        {**FULL_SET, "finetune_epochs": 0, "classifier": "reference-code"},
     ),
 )
 DEFAULTS = {
@@ -82,6 +98,7 @@ DEFAULTS = {
     "checkpoint": "last",
     "proposal": 0.0,
     "finetune_epochs": 5,
+    "classifier": "bench",
 }
 
 
@@ -150,7 +167,7 @@ def answered_note(row: dict[str, Any], lead: str) -> str:
 
 def main() -> None:
     ref = paper()
-    boards = {b: utility_rows(b) for b in {s[1] for s in STEPS}}
+    boards = {b: utility_rows(b) for b in {s[1] for s in STEPS + SIDE_STEPS}}
     for variant in VARIANTS:
         print(f"\n**{variant}**\n")
         print("| step | DeltaP | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
@@ -160,12 +177,9 @@ def main() -> None:
             if carried(step, variant):
                 print(f"| {label} | as the step before (no ARL term) |" + " |" * len(EPS))
                 continue
-            found = [find(boards[board], own, variant, e) for e in EPS]
-            print(
-                f"| {label} | {cell(found[0], 'delta_p')} | "
-                + " | ".join(cell(r) for r in found)
-                + " |"
-            )
+            print(table_row(boards, label, board, own, variant))
+        for label, board, own in SIDE_STEPS:
+            print(table_row(boards, label, board, own, variant))
     print("\n**Share of the gap to the paper closed by each step** (mean accuracy over the")
     print("variants a step ran, each compared with the step before and the paper on the same")
     print("variants; gap = paper - step 0)\n")
@@ -204,17 +218,28 @@ def main() -> None:
     audit_table(boards)
 
 
+def table_row(
+    boards: dict[str, list[dict[str, Any]]],
+    label: str,
+    board: str,
+    own: dict[str, Any],
+    variant: str,
+) -> str:
+    """One step's line of a variant's table: DeltaP and accuracy [95% CI] per eps."""
+    found = [find(boards[board], own, variant, e) for e in EPS]
+    return f"| {label} | {cell(found[0], 'delta_p')} | " + " | ".join(cell(r) for r in found) + " |"
+
+
 def left_table(
     boards: dict[str, list[dict[str, Any]]], ref: dict[tuple[str, float], float]
 ) -> None:
-    """What is left after the last three steps, per variant at eps 5 and 10: bench - paper,
-    with "ok" where the paper's value lies within 0.05 or inside bench's 95% CI."""
-    last = STEPS[-3:]
-    print("\n**What is left** (bench - paper after the last three steps; ok: within 0.05 of")
-    print("the paper or the paper inside bench's 95% CI)\n")
-    head = " | ".join(
-        f"step {label.split()[0]}, eps {e:g}" for label, _, _ in last for e in (5, 10)
-    )
+    """What is left after the last two steps and the rows beside the chain, per variant at
+    eps 5 and 10: bench - paper, with "ok" where the paper's value lies within 0.05 or
+    inside bench's 95% CI."""
+    last = (*STEPS[-2:], *SIDE_STEPS)
+    print("\n**What is left** (bench - paper after the last two steps and beside the chain;")
+    print("ok: within 0.05 of the paper or the paper inside bench's 95% CI)\n")
+    head = " | ".join(f"{short_label(label)}, eps {e:g}" for label, _, _ in last for e in (5, 10))
     print(f"| variant | {head} |")
     print("|---|" + "---|" * (2 * len(last)))
     for variant in VARIANTS:
@@ -235,6 +260,12 @@ def left_table(
         print(f"| {variant} | " + " | ".join(out) + " |")
 
 
+def short_label(label: str) -> str:
+    """ "step 7" for a step of the chain, "step 6 + classifier" for a row beside it."""
+    number = label.split()[0]
+    return f"step {number}" if label in {s[0] for s in STEPS} else f"step {number} + classifier"
+
+
 def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
     """The PTR audit on the rows whose claim is void (the reference-code sensitivity): its
     95% lower bound on the claim's scale, the claim (2 eps), and what the audit could show
@@ -242,11 +273,11 @@ def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
     print("\n**PTR audit of the not-private rows** (eps_audit_lb / claim 2 eps / could show)\n")
     print("| step | variant | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
     print("|---|---|" + "---|" * len(EPS))
-    for step, (label, board, own) in enumerate(STEPS):
+    for step, (label, board, own) in enumerate(STEPS + SIDE_STEPS):
         if own.get("sensitivity") != "reference-code":
             continue
         for variant in VARIANTS:
-            if carried(step, variant):
+            if step < len(STEPS) and carried(step, variant):
                 continue
             out = []
             for e in EPS:

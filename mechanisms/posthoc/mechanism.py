@@ -36,6 +36,7 @@ from mechanisms.posthoc.models import (
     REFERENCE_HIDDEN,
     BetaVAE,
     Checkpoint,
+    Classifier,
     Recipe,
     Variant,
     classifier,
@@ -189,6 +190,7 @@ class PosthocPTR(Mechanism):
         lipschitz_method: Literal["milp", "auto"] = "auto"
         recipe: Recipe = "bench"
         checkpoint: Checkpoint = "last"
+        classifier: Classifier = "bench"
         proposal: float = 0.0  # DeltaP given by hand; 0: calibrated (mean + 3 std)
 
     p: Params
@@ -234,6 +236,7 @@ class PosthocPTR(Mechanism):
             "obf_epochs": p.obf_epochs,
             "recipe": p.recipe,
             "checkpoint": p.checkpoint,
+            "classifier": p.classifier,
             "code": code_digest("mechanisms.posthoc.models"),
         }
 
@@ -252,6 +255,7 @@ class PosthocPTR(Mechanism):
                     recipe=p.recipe,
                     z_std=self._posterior_std(train.x) if p.recipe == "reference-code" else None,
                     checkpoint=p.checkpoint,
+                    classifier_kind=p.classifier,
                 )
             return {"f": f.state_dict(), "h": h.state_dict(), "out_dim": 8}
 
@@ -262,9 +266,9 @@ class PosthocPTR(Mechanism):
         self.f = obfuscator(latent, hidden, 8)
         self.f.load_state_dict(nets["f"])
         self.f.to(self.device).eval()
-        self.h = classifier(8, task.num_classes)
+        self.h = classifier(8, task.num_classes, kind=p.classifier)
         self.h.load_state_dict(nets["h"])
-        self.h.to(self.device)
+        self.h.to(self.device).eval()
         self.relu_net = ReluMLP.from_module(self.f)  # CPU float64 weights, for the MILPs
         # 1. Proposal: mean + 3 std of L(f, N(z, R)) over TRAINING embeddings (the reference
         # code used test samples, which would make DeltaP depend on the queries).
@@ -305,14 +309,15 @@ class PosthocPTR(Mechanism):
         self.scale = release_scale(self.delta_p, eps, radius)
         with torch.no_grad():
             out_train = self.f(z_train)
-        finetune_classifier(
-            self.h,
-            out_train,
-            train.y,
-            self.scale,
-            p.finetune_epochs,
-            ctx.generator("posthoc-finetune"),
-        )
+        with seeded_init(ctx.seed, "posthoc-finetune-dropout"):  # h's dropout, where it has one
+            finetune_classifier(
+                self.h,
+                out_train,
+                train.y,
+                self.scale,
+                p.finetune_epochs,
+                ctx.generator("posthoc-finetune"),
+            )
         self._certifiers: dict[bytes, Certifier] = {}
 
     @torch.no_grad()

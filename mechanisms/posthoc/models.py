@@ -16,6 +16,12 @@ obfuscator [in, 10, out], Adam 1e-4 for f and h, f trained on samples of the VAE
 classifier's input only (f gets no noise gradient), and the contrastive term evaluated on
 the embedding z instead of f's output, so that it adds nothing to f's gradient.
 
+Two server classifiers (`CLASSIFIERS`): "bench", a 64-wide one-hidden-layer ReLU MLP, and
+"reference-code", the public code's Fashion-MNIST prediction model: five linear layers of
+width 10 with batch norm and dropout between them, whose LeakyReLU activations were given
+True as their negative slope (= 1.0), so that each activation is the identity and the model
+is affine once batch norm and dropout are in evaluation mode.
+
 Two checkpoint rules (`CHECKPOINTS`): "last" (the networks after the last epoch) and
 "reference-code", the public code's rule of keeping the epoch with the lowest
 alpha * reconstruction MSE + (1 - alpha) * cross-entropy, which it read on the test split;
@@ -47,6 +53,10 @@ REFERENCE_HIDDEN = (10,)  # the public code's obfuscator [in, 10, out]
 REFERENCE_LR = 1e-4  # its Adam step for the obfuscator and the classifier
 Checkpoint = Literal["last", "reference-code"]
 CHECKPOINTS: tuple[str, ...] = get_args(Checkpoint)
+Classifier = Literal["bench", "reference-code"]
+CLASSIFIERS: tuple[str, ...] = get_args(Classifier)
+# The public code's Fashion-MNIST prediction model: hidden widths and dropout rates per block.
+REFERENCE_CLASSIFIER = ((10, 0.2), (10, 0.2), (10, 0.1), (10, 0.1))
 
 
 def variant_parts(variant: str) -> frozenset[str]:
@@ -132,9 +142,24 @@ def obfuscator(in_dim: int, hidden: tuple[int, ...] = (8, 8), out_dim: int = 8) 
     return nn.Sequential(*layers)
 
 
-def classifier(in_dim: int, num_classes: int, width: int = 64) -> nn.Sequential:
-    """The server's classifier on the (noisy) obfuscated output."""
-    return nn.Sequential(nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, num_classes))
+def classifier(
+    in_dim: int, num_classes: int, width: int = 64, kind: str = "bench"
+) -> nn.Sequential:
+    """The server's classifier on the (noisy) obfuscated output, of the kind CLASSIFIERS
+    names (module docstring)."""
+    if kind not in CLASSIFIERS:
+        raise ConfigError(f"unknown classifier {kind!r}; choose one of {CLASSIFIERS}")
+    if kind == "bench":
+        return nn.Sequential(nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, num_classes))
+    layers: list[nn.Module] = []
+    prev = in_dim
+    for hidden, rate in REFERENCE_CLASSIFIER:
+        # negative slope 1.0: the public code passed True there, so the activation is identity
+        layers += [nn.Linear(prev, hidden), nn.BatchNorm1d(hidden), nn.LeakyReLU(1.0)]
+        layers.append(nn.Dropout(rate))
+        prev = hidden
+    layers.append(nn.Linear(prev, num_classes))
+    return nn.Sequential(*layers)
 
 
 def contrastive_loss(out: torch.Tensor, y: torch.Tensor, margin: float) -> torch.Tensor:
@@ -165,12 +190,14 @@ def train_obfuscator(
     z_std: torch.Tensor | None = None,
     checkpoint: str = "last",
     trace: list[float] | None = None,
+    classifier_kind: str = "bench",
 ) -> tuple[nn.Sequential, nn.Sequential]:
     """Train obfuscator f and classifier h on embeddings z (labels y; images x for the ARL
     proxy decoder) on `device`. Returns (f, h). Variants per paper Table 1, `recipe` per
     RECIPES (module docstring; "reference-code" replaces `hidden` and, given the posterior
     standard deviations `z_std`, trains on posterior samples around `z`), `checkpoint` per
-    CHECKPOINTS; `trace`, when given, receives the checkpoint criterion after each epoch."""
+    CHECKPOINTS, h's architecture per CLASSIFIERS (`classifier_kind`); `trace`, when given,
+    receives the checkpoint criterion after each epoch."""
     parts = variant_parts(variant)
     if not 0 <= alpha < 1:
         raise ConfigError(f"ARL weight alpha must lie in [0, 1), got {alpha}")
@@ -182,7 +209,7 @@ def train_obfuscator(
     best: tuple[float, dict[str, torch.Tensor], dict[str, torch.Tensor]] | None = None
     reference = recipe == "reference-code"
     f = obfuscator(z.shape[1], REFERENCE_HIDDEN if reference else hidden, out_dim).to(device)
-    h = classifier(out_dim, num_classes).to(device)
+    h = classifier(out_dim, num_classes, kind=classifier_kind).to(device)
     adv = nn.Sequential(nn.Linear(out_dim, 128), nn.ReLU(), nn.Linear(128, int(x[0].numel())))
     adv = adv.to(device)
     lr = REFERENCE_LR if reference else 1e-3
@@ -247,9 +274,13 @@ def checkpoint_loss(
     """The public code's checkpoint criterion on (z, y, flat): alpha * the proxy decoder's
     reconstruction MSE + (1 - alpha) * cross-entropy for the ARL variants, cross-entropy alone
     for the others (they train no decoder). It reads the embeddings' means, so it draws no
-    randomness and leaves the training itself unchanged."""
+    randomness and leaves the training itself unchanged (h is read in evaluation mode, so
+    batch norm and dropout, where h has them, neither draw nor move its statistics)."""
+    training = h.training
+    h.eval()
     out = f(z)
     ce = F.cross_entropy(h(out), y).item()
+    h.train(training)
     if "arl" not in parts:
         return ce
     return alpha * F.mse_loss(torch.sigmoid(adv(out)), flat).item() + (1 - alpha) * ce

@@ -20,7 +20,7 @@ from bench.report.overview import task_overview
 from bench.suite import make_task
 from bench.testing import MechanismUnderTest, check_declares_guarantee
 from mechanisms.posthoc.mechanism import NOT_PRIVATE, PosthocPTR
-from mechanisms.posthoc.models import train_obfuscator
+from mechanisms.posthoc.models import classifier, train_obfuscator
 from tests.mechanisms.posthoc.test_posthoc import TINY
 
 
@@ -179,8 +179,47 @@ def test_bad_switch_values_are_one_line_errors() -> None:
         {"lipschitz_method": "regions"},
         {"recipe": "paper"},
         {"checkpoint": "best"},
+        {"classifier": "paper"},
         {"proposal": -1.0},
         {"proposal": float("inf")},
     ):
         with pytest.raises(ConfigError):
             PosthocPTR(**bad)
+
+
+def test_reference_code_classifier_is_affine_at_evaluation() -> None:
+    """The public code's Fashion-MNIST prediction model: its LeakyReLU slope of 1.0 makes
+    every activation the identity, so in evaluation mode it maps affine combinations of
+    inputs to the same combinations of outputs; bench's ReLU classifier does not."""
+    torch.manual_seed(0)
+    u, v = torch.randn(64, 8, dtype=torch.float64), torch.randn(64, 8, dtype=torch.float64)
+    for kind, affine in (("reference-code", True), ("bench", False)):
+        h = classifier(8, 10, kind=kind).double()
+        h.train()
+        h(torch.randn(256, 8, dtype=torch.float64))  # move the batch-norm statistics
+        h.eval()
+        mixed = h(0.3 * u + 0.7 * v)
+        assert torch.allclose(mixed, 0.3 * h(u) + 0.7 * h(v), atol=1e-10) is affine
+    reference = classifier(8, 10, kind="reference-code")
+    assert [m.p for m in reference if isinstance(m, torch.nn.Dropout)] == [0.2, 0.2, 0.1, 0.1]
+    assert sum(isinstance(m, torch.nn.BatchNorm1d) for m in reference) == 4
+
+
+def test_reference_code_classifier_fits_deterministically_and_releases_in_eval_mode(
+    tmp_path: Path,
+) -> None:
+    """With the public code's classifier (batch norm, dropout), two fits from empty caches
+    give the same networks, and the fitted classifier predicts in evaluation mode, so the
+    same release gets the same labels."""
+    task = make_task("mnist", {"n_train": 400, "n_aux": 50, "n_test": 50}, "<test>")
+    preds = []
+    for run in range(2):
+        mech = PosthocPTR(
+            eps=5.0, R=0.05, variant="encoder", classifier="reference-code", **TINY
+        )
+        mech.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path / str(run))))
+        assert not mech.h.training
+        release = mech.release(task.splits().test.x, torch.Generator().manual_seed(0))
+        preds.append(mech.predict(release))
+        assert torch.equal(preds[-1], mech.predict(release))
+    assert torch.equal(preds[0], preds[1])
