@@ -52,3 +52,17 @@ def test_the_typed_row_names_exactly_the_schemas_row_keys() -> None:
         schema = defs[name]
         assert set(typed.__annotations__) == set(schema["properties"]), name
         assert set(typed.__required_keys__) == set(schema["required"]), name
+
+
+def test_the_schema_allows_every_environment_field_rows_record() -> None:
+    # attach_environment copies ENVIRONMENT_KEYS from each job's machine record into the
+    # row; the schema closes the environment object, so each of those keys must be in it.
+    from bench.report.provenance import ENVIRONMENT_KEYS
+    from bench.store import machine_info
+
+    defs = json.loads(
+        (resources.files("bench.report") / "schemas" / "leaderboard.schema.json").read_text()
+    )["$defs"]
+    environment = defs["row"]["properties"]["environment"]["properties"]
+    assert set(ENVIRONMENT_KEYS) == set(environment)
+    assert set(ENVIRONMENT_KEYS) <= set(machine_info()) | {"cpu_model", "cpu_features"}
