@@ -37,7 +37,7 @@ Params = dict[str, torch.Tensor]
 ROWS = 512  # records per vmapped forward pass
 
 
-def _forward(arch: nn.Module, params: Params, x: torch.Tensor) -> torch.Tensor:
+def forward_stacked(arch: nn.Module, params: Params, x: torch.Tensor) -> torch.Tensor:
     """(R, k, C) logits of record r's own network (params[...][r]) on its queries x[r]."""
     return vmap(lambda p, q: functional_call(arch, p, (q,)))(params, x)
 
@@ -59,7 +59,7 @@ def boundary_points(
     optimiser = torch.optim.Adam([z], lr=0.02)
     mask = continuous.to(x.dtype)
     for _ in range(steps):
-        logits = _forward(arch, params, z.unsqueeze(1)).squeeze(1)
+        logits = forward_stacked(arch, params, z.unsqueeze(1)).squeeze(1)
         own = logits.gather(1, y.view(-1, 1)).squeeze(1)
         other = logits.scatter(1, y.view(-1, 1), -torch.inf).max(1).values
         optimiser.zero_grad()
@@ -123,7 +123,9 @@ class LeaveOneOutAttack(BoundaryAttack):
         with torch.no_grad():
             reference = torch.cat(
                 [
-                    _forward(arch, {key: v[rows] for key, v in params.items()}, queries[rows])
+                    forward_stacked(
+                        arch, {key: v[rows] for key, v in params.items()}, queries[rows]
+                    )
                     for rows in torch.arange(n).split(ROWS)
                 ]
             ).argmax(-1)

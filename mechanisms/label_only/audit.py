@@ -1,8 +1,8 @@
 """Audit of label-only iDP access's own randomised test: the exponential mechanism's keep rate
-(LUCID, seed 003: `lucid`, `naive-idp`, `naive-noise`; mechanisms/label_only/).
+(LUCID paper, 2025: `lucid`, `naive-idp`, `naive-noise`; mechanisms/label_only/).
 
 The claim is eps-iDP over the leave-one-out neighbours D' = D \\ {d_i} of the training set.
-Lemma 3.2 (seed 003) proves it by comparing, on a query x, the exponential mechanism with
+Lemma 3.2 of the LUCID paper proves it by comparing, on a query x, the exponential mechanism with
 utility 1 for N's label (trained on D) and the same mechanism with utility 1 for N_i's
 label (trained on D'). Where the two labels differ, the audit draws both sides:
 - D: the fitted mechanism's own release() of x (its noise decision, its exponential
@@ -35,6 +35,7 @@ from bench.certify.audit.registry import AuditOptions, Claim
 from bench.certify.audit.result import (
     AuditResult,
     audit_generator,
+    chunked_draws,
     draw_counter,
     result_builder,
 )
@@ -128,13 +129,12 @@ def _keeps(
     counted: Callable[[int], None],
 ) -> np.ndarray:
     """1.0 where a release of x answers `label`, for n fresh releases."""
-    parts = []
-    for start in range(0, n, CHUNK):
-        m = min(CHUNK, n - start)
-        counted(m)
+
+    def keeps(m: int) -> np.ndarray:
         release = mechanism.release(x.expand(m, *x.shape).clone(), gen)
-        parts.append((release.values.argmax(1) == label).double().numpy())
-    return np.concatenate(parts)
+        return (release.values.argmax(1) == label).double().numpy()
+
+    return chunked_draws(n, CHUNK, counted, keeps)
 
 
 def _draws(

@@ -6,7 +6,8 @@ The n + 1 networks train together: parameters are stacked along a leading model 
 one SGD step of every model is a single `torch.func.vmap` of the per-model gradient, with
 each model's 0/1 mask over the batch. A model's loss is the mean cross-entropy over its
 unmasked batch points, exactly what training it alone on its dataset computes, so the
-stacked result equals sequential training (tests/test_leave_one_out.py, to 1e-6).
+stacked result equals sequential training (to 1e-6:
+tests/mechanisms/label_only/test_leave_one_out.py).
 
 The stacked step is the vectorised path an accelerator pays off on: the initialisation is
 drawn on the CPU (the same on every device), then parameters, masks and data move to the

@@ -56,6 +56,7 @@ from bench.certify.audit.registry import AuditOptions, Claim
 from bench.certify.audit.result import (
     AuditResult,
     audit_generator,
+    chunked_draws,
     draw_counter,
     result_builder,
 )
@@ -282,13 +283,13 @@ def _scores(
     gen: torch.Generator,
     counted: Callable[[int], None],
 ) -> np.ndarray:
-    parts = []
-    for start in range(0, n, CHUNK):
-        m = min(CHUNK, n - start)
-        counted(m)
+    """The candidate's score on n releases drawn on one side of its pair."""
+
+    def scores(m: int) -> np.ndarray:
         released, values = model.draw(cand.sides[side], m, gen)
-        parts.append(cand.score(released, values).numpy())
-    return np.concatenate(parts)
+        return cand.score(released, values).numpy()
+
+    return chunked_draws(n, CHUNK, counted, scores)
 
 
 def _loss_coordinates(cands: list[Candidate]) -> int:

@@ -34,6 +34,7 @@ from mechanisms.posthoc.decisions import (
 )
 from mechanisms.posthoc.models import (
     REFERENCE_HIDDEN,
+    Adversary,
     BetaVAE,
     Checkpoint,
     Classifier,
@@ -191,6 +192,7 @@ class PosthocPTR(Mechanism):
         recipe: Recipe = "bench"
         checkpoint: Checkpoint = "last"
         classifier: Classifier = "bench"
+        adversary: Adversary = "bench"  # the ARL term's proxy adversary
         proposal: float = 0.0  # DeltaP given by hand; 0: calibrated (mean + 3 std)
 
     p: Params
@@ -237,6 +239,7 @@ class PosthocPTR(Mechanism):
             "recipe": p.recipe,
             "checkpoint": p.checkpoint,
             "classifier": p.classifier,
+            "adversary": p.adversary,
             "code": code_digest("mechanisms.posthoc.models"),
         }
 
@@ -256,6 +259,7 @@ class PosthocPTR(Mechanism):
                     z_std=self._posterior_std(train.x) if p.recipe == "reference-code" else None,
                     checkpoint=p.checkpoint,
                     classifier_kind=p.classifier,
+                    adversary_kind=p.adversary,
                 )
             return {"f": f.state_dict(), "h": h.state_dict(), "out_dim": 8}
 

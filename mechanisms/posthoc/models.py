@@ -22,6 +22,14 @@ width 10 with batch norm and dropout between them, whose LeakyReLU activations w
 True as their negative slope (= 1.0), so that each activation is the identity and the model
 is affine once batch norm and dropout are in evaluation mode.
 
+Two proxy adversaries for the ARL term (`ADVERSARIES`): "bench", a 128-wide one-hidden-layer
+ReLU MLP with a sigmoid output, and "reference-code", the public code's convolutional decoder
+(`AdversaryModelGen`): the obfuscated vector as a 1x1 map, stride-2 transposed convolutions
+with batch norm and ReLU up to the image size, raw outputs (no sigmoid). For 28x28 images it
+is built with three up-samplings after the first 2x2 map: the public code's setting of four
+yields a 60x60 output, which its MSE against the 28x28 input cannot take, so the runnable
+decoder nearest to it is used and the docs say so.
+
 Two checkpoint rules (`CHECKPOINTS`): "last" (the networks after the last epoch) and
 "reference-code", the public code's rule of keeping the epoch with the lowest
 alpha * reconstruction MSE + (1 - alpha) * cross-entropy, which it read on the test split;
@@ -57,6 +65,9 @@ Classifier = Literal["bench", "reference-code"]
 CLASSIFIERS: tuple[str, ...] = get_args(Classifier)
 # The public code's Fashion-MNIST prediction model: hidden widths and dropout rates per block.
 REFERENCE_CLASSIFIER = ((10, 0.2), (10, 0.2), (10, 0.1), (10, 0.1))
+Adversary = Literal["bench", "reference-code"]
+ADVERSARIES: tuple[str, ...] = get_args(Adversary)
+DECODER_WIDTH = 32  # the public code's decoder: channels of its up-sampling stages (ngf)
 
 
 def variant_parts(variant: str) -> frozenset[str]:
@@ -155,11 +166,63 @@ def classifier(
     prev = in_dim
     for hidden, rate in REFERENCE_CLASSIFIER:
         # negative slope 1.0: the public code passed True there, so the activation is identity
-        layers += [nn.Linear(prev, hidden), nn.BatchNorm1d(hidden), nn.LeakyReLU(1.0)]
-        layers.append(nn.Dropout(rate))
+        layers += [
+            nn.Linear(prev, hidden),
+            nn.BatchNorm1d(hidden),
+            nn.LeakyReLU(1.0),
+            nn.Dropout(rate),
+        ]
         prev = hidden
     layers.append(nn.Linear(prev, num_classes))
     return nn.Sequential(*layers)
+
+
+def proxy_adversary(out_dim: int, image_shape: tuple[int, ...], kind: str = "bench") -> nn.Module:
+    """The ARL term's proxy adversary, of the kind ADVERSARIES names (module docstring): it maps
+    an obfuscated vector to a flattened image with values on the images' scale."""
+    if kind not in ADVERSARIES:
+        raise ConfigError(f"unknown adversary {kind!r}; choose one of {ADVERSARIES}")
+    pixels = math.prod(image_shape)
+    if kind == "bench":
+        return nn.Sequential(
+            nn.Linear(out_dim, 128), nn.ReLU(), nn.Linear(128, pixels), nn.Sigmoid()
+        )
+    return nn.Sequential(_reference_decoder(out_dim, tuple(image_shape)), nn.Flatten())
+
+
+def _up(channels_in: int, channels_out: int, *, bias: bool = False) -> nn.ConvTranspose2d:
+    """A stride-2 transposed 3x3 convolution that doubles the map's side."""
+    return nn.ConvTranspose2d(
+        channels_in, channels_out, 3, stride=2, padding=1, output_padding=1, bias=bias
+    )
+
+
+def _reference_decoder(out_dim: int, image_shape: tuple[int, ...]) -> nn.Sequential:
+    """The public code's decoder for (1, 28, 28) (MNIST, Fashion-MNIST) and (3, 32, 32) (its
+    UTKFace) images: 1x1 -> 2x2 -> ... by transposed convolutions, batch norm and ReLU."""
+    width = DECODER_WIDTH
+    if image_shape == (1, 28, 28):  # 2 -> 4 -> 8 -> 16, a valid 3x3 to 14, then up to 28
+        layers: list[nn.Module] = [
+            nn.Unflatten(1, (out_dim, 1, 1)),
+            _up(out_dim, out_dim),
+            nn.Conv2d(out_dim, width, 3, padding=1, bias=False),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+        ]
+        for _ in range(3):
+            layers += [_up(width, width), nn.BatchNorm2d(width), nn.ReLU()]
+        layers += [nn.Conv2d(width, width // 4, 3), _up(width // 4, 1)]
+        return nn.Sequential(*layers)
+    if image_shape == (3, 32, 32):  # 1 -> 2 -> 4 -> 8 -> 16 -> 32, then a 3x3 convolution
+        layers = [nn.Unflatten(1, (out_dim, 1, 1))]
+        for c_in, c_out in ((out_dim, 64), (64, 32), (32, 16), (16, 16), (16, 3)):
+            layers += [_up(c_in, c_out), nn.BatchNorm2d(c_out), nn.ReLU()]
+        layers.append(nn.Conv2d(3, 3, 3, padding=1))
+        return nn.Sequential(*layers)
+    raise ConfigError(
+        f"the reference-code adversary is defined for 1x28x28 and 3x32x32 images, "
+        f"not {'x'.join(map(str, image_shape))}"
+    )
 
 
 def contrastive_loss(out: torch.Tensor, y: torch.Tensor, margin: float) -> torch.Tensor:
@@ -191,13 +254,15 @@ def train_obfuscator(
     checkpoint: str = "last",
     trace: list[float] | None = None,
     classifier_kind: str = "bench",
+    adversary_kind: str = "bench",
 ) -> tuple[nn.Sequential, nn.Sequential]:
     """Train obfuscator f and classifier h on embeddings z (labels y; images x for the ARL
     proxy decoder) on `device`. Returns (f, h). Variants per paper Table 1, `recipe` per
     RECIPES (module docstring; "reference-code" replaces `hidden` and, given the posterior
     standard deviations `z_std`, trains on posterior samples around `z`), `checkpoint` per
-    CHECKPOINTS, h's architecture per CLASSIFIERS (`classifier_kind`); `trace`, when given,
-    receives the checkpoint criterion after each epoch."""
+    CHECKPOINTS, h's architecture per CLASSIFIERS (`classifier_kind`), the ARL proxy
+    adversary's per ADVERSARIES (`adversary_kind`); `trace`, when given, receives the
+    checkpoint criterion after each epoch."""
     parts = variant_parts(variant)
     if not 0 <= alpha < 1:
         raise ConfigError(f"ARL weight alpha must lie in [0, 1), got {alpha}")
@@ -210,8 +275,7 @@ def train_obfuscator(
     reference = recipe == "reference-code"
     f = obfuscator(z.shape[1], REFERENCE_HIDDEN if reference else hidden, out_dim).to(device)
     h = classifier(out_dim, num_classes, kind=classifier_kind).to(device)
-    adv = nn.Sequential(nn.Linear(out_dim, 128), nn.ReLU(), nn.Linear(128, int(x[0].numel())))
-    adv = adv.to(device)
+    adv = proxy_adversary(out_dim, tuple(x.shape[1:]), adversary_kind).to(device)
     lr = REFERENCE_LR if reference else 1e-3
     opt = torch.optim.Adam([*f.parameters(), *h.parameters()], lr=lr)
     opt_adv = torch.optim.Adam(adv.parameters(), lr=1e-3)
@@ -236,7 +300,7 @@ def train_obfuscator(
                 ce = F.cross_entropy(h(out), yb)
             loss = ce
             if "arl" in parts:
-                rec = F.mse_loss(torch.sigmoid(adv(out)), xb)
+                rec = F.mse_loss(adv(out), xb)
                 loss = (1 - alpha) * ce - alpha * rec
             if "c" in parts and not reference:  # on the embedding it is constant in f
                 loss = loss + CONTRASTIVE_LAMBDA * contrastive_loss(out, yb, CONTRASTIVE_MARGIN)
@@ -244,7 +308,7 @@ def train_obfuscator(
             loss.backward()
             opt.step()
             if "arl" in parts:  # the proxy adversary's step, on the detached representation
-                rec = F.mse_loss(torch.sigmoid(adv(f(zb).detach())), xb)
+                rec = F.mse_loss(adv(f(zb).detach()), xb)
                 opt_adv.zero_grad()
                 rec.backward()
                 opt_adv.step()
@@ -274,16 +338,20 @@ def checkpoint_loss(
     """The public code's checkpoint criterion on (z, y, flat): alpha * the proxy decoder's
     reconstruction MSE + (1 - alpha) * cross-entropy for the ARL variants, cross-entropy alone
     for the others (they train no decoder). It reads the embeddings' means, so it draws no
-    randomness and leaves the training itself unchanged (h is read in evaluation mode, so
-    batch norm and dropout, where h has them, neither draw nor move its statistics)."""
-    training = h.training
+    randomness and leaves the training itself unchanged (h and the adversary are read in
+    evaluation mode, so batch norm and dropout, where they have them, neither draw nor move
+    their statistics)."""
+    modes = h.training, adv.training
     h.eval()
+    adv.eval()
     out = f(z)
     ce = F.cross_entropy(h(out), y).item()
-    h.train(training)
+    rec = F.mse_loss(adv(out), flat).item() if "arl" in parts else 0.0
+    h.train(modes[0])
+    adv.train(modes[1])
     if "arl" not in parts:
         return ce
-    return alpha * F.mse_loss(torch.sigmoid(adv(out)), flat).item() + (1 - alpha) * ce
+    return alpha * rec + (1 - alpha) * ce
 
 
 def laplace(

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from bench.hashing import derive_seed
@@ -43,6 +44,19 @@ def draw_counter(progress: Progress, total: int) -> Callable[[int], None]:
         progress(done, total)
 
     return count
+
+
+def chunked_draws(
+    n: int, chunk: int, counted: Callable[[int], None], draw: Callable[[int], np.ndarray]
+) -> np.ndarray:
+    """`draw(m)` called for chunks of at most `chunk` of the n draws (memory stays bounded),
+    each chunk counted before it is drawn; the chunks' values concatenated in order."""
+    parts = []
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        counted(m)
+        parts.append(draw(m))
+    return np.concatenate(parts)
 
 
 @dataclass(frozen=True)

@@ -1,32 +1,58 @@
-"""Probe: dfil-synthetic unbiased attack vs the exact least-squares inverse on the same noise."""
-import sys, torch
-from bench.api import expand_suite
-from bench import evaluate
+"""Probe: dfil-synthetic's optimisation attack against the exact least-squares inverse on the
+same release noise, per job of the suite at the given 1/dFIL levels (default 1 and 100).
+
+    python docs/reproductions/dfil-synthetic-crb/probe.py [LEVEL ...]
+"""
+
+import sys
 from pathlib import Path
 
-captured = {}
-orig = evaluate.attack_metrics
+import torch
+
+from bench import evaluate
+from bench.api import expand_suite
+
+captured: dict = {}
+attack_metrics = evaluate.attack_metrics
+
+
 def spy(task, attack, release, x, aux, may_abstain, embeddings=None):
-    m, x_hat = orig(task, attack, release, x, aux, may_abstain, embeddings)
+    """evaluate.attack_metrics, keeping the release, the inputs and the attack's estimate."""
+    metrics, x_hat = attack_metrics(task, attack, release, x, aux, may_abstain, embeddings)
     captured.update(release=release, x=x, x_hat=x_hat, attack=attack)
-    return m, x_hat
-evaluate.attack_metrics = spy
-levels = [float(a) for a in sys.argv[1:]] or [1.0, 100.0]
-_, jobs = expand_suite("dfil-synthetic")
-for job in jobs:
-    if job.attack != "optimization" or job.params["inv_dfil"] not in levels:
-        continue
-    out = evaluate._run_job(job, Path(".bench/cache"), False, torch.device("cpu"))
-    r, x, xh, atk = captured["release"].values.double(), captured["x"].double(), captured["x_hat"].double(), captured["attack"]
-    W = atk.encoder.weight.detach().double()  # (m, d)
-    sigma2 = float(job.params["inv_dfil"])
-    enc = x.flatten(1) @ W.T
-    noise = r - enc
-    x_ls = r @ W  # M^T o, the exact least-squares minimiser (M^T M = I)
-    mse = lambda a: float(((a - x.flatten(1)) ** 2).mean())
-    ls_err = float(((noise @ W) ** 2).mean())
-    # shrink toward 0 of the attack's iterate vs least squares
-    c = float((xh.flatten(1) * x_ls).sum() / (x_ls * x_ls).sum())
-    print(f"seed {job.seed} 1/dFIL {sigma2:g}: attack mse/bound {mse(xh)/sigma2:.5f}  "
-          f"least-squares mse/bound {mse(x_ls)/sigma2:.5f}  realised noise chi2 ratio {float((noise**2).mean())/sigma2:.5f} "
-          f"projected {ls_err/sigma2:.5f}  attack = {c:.5f} x least squares  metric {out.metrics['mse'].value if hasattr(out.metrics['mse'],'value') else out.metrics['mse']}", flush=True)
+    return metrics, x_hat
+
+
+def mse(estimate: torch.Tensor, x: torch.Tensor) -> float:
+    return float(((estimate - x.flatten(1)) ** 2).mean())
+
+
+def main(levels: list[float]) -> None:
+    evaluate.attack_metrics = spy
+    _, jobs = expand_suite("dfil-synthetic")
+    for job in jobs:
+        if job.attack != "optimization" or job.params["inv_dfil"] not in levels:
+            continue
+        out = evaluate._run_job(job, Path(".bench/cache"), False, torch.device("cpu"))
+        released, x = captured["release"].values.double(), captured["x"].double()
+        x_hat = captured["x_hat"].double()
+        weight = captured["attack"].encoder.weight.detach().double()  # (m, d)
+        variance = float(job.params["inv_dfil"])
+        noise = released - x.flatten(1) @ weight.T
+        x_ls = released @ weight  # M^T o, the exact least-squares minimiser (M^T M = I)
+        projected = float(((noise @ weight) ** 2).mean())
+        shrink = float((x_hat.flatten(1) * x_ls).sum() / (x_ls * x_ls).sum())
+        metric = out.metrics["mse"]
+        print(
+            f"seed {job.seed} 1/dFIL {variance:g}: "
+            f"attack mse/bound {mse(x_hat, x) / variance:.5f}  "
+            f"least-squares mse/bound {mse(x_ls, x) / variance:.5f}  "
+            f"realised noise chi2 ratio {float((noise**2).mean()) / variance:.5f} "
+            f"projected {projected / variance:.5f}  attack = {shrink:.5f} x least squares  "
+            f"metric {getattr(metric, 'value', metric)}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main([float(a) for a in sys.argv[1:]] or [1.0, 100.0])

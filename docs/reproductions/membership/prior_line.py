@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attacks.membership.leave_one_out import LeaveOneOutAttack, _forward
+from attacks.membership.leave_one_out import LeaveOneOutAttack, forward_stacked
 from bench.cache import ArtifactCache
 from bench.membership import attacked_records
 from bench.mia_metrics import auc_samples
@@ -43,8 +43,10 @@ def main() -> None:
             arch, params = attack.out_networks(index)
             queries = attack.queries_with_boundary(x, y, arch, params)
             with torch.no_grad():
-                own = _forward(arch, params, x.unsqueeze(1)).argmax(-1).squeeze(1) == y
-                reference = (_forward(arch, params, queries).argmax(-1) == y.unsqueeze(1)).double()
+                own = forward_stacked(arch, params, x.unsqueeze(1)).argmax(-1).squeeze(1) == y
+                reference = (
+                    forward_stacked(arch, params, queries).argmax(-1) == y.unsqueeze(1)
+                ).double()
             score = -reference.mean(1).numpy()
             m = member.numpy()
             auc = float(auc_samples(score[m], score[~m]).mean())

@@ -20,7 +20,7 @@ from bench.report.overview import task_overview
 from bench.suite import make_task
 from bench.testing import MechanismUnderTest, check_declares_guarantee
 from mechanisms.posthoc.mechanism import NOT_PRIVATE, PosthocPTR
-from mechanisms.posthoc.models import classifier, train_obfuscator
+from mechanisms.posthoc.models import classifier, proxy_adversary, train_obfuscator
 from tests.mechanisms.posthoc.test_posthoc import TINY
 
 
@@ -180,6 +180,7 @@ def test_bad_switch_values_are_one_line_errors() -> None:
         {"recipe": "paper"},
         {"checkpoint": "best"},
         {"classifier": "paper"},
+        {"adversary": "paper"},
         {"proposal": -1.0},
         {"proposal": float("inf")},
     ):
@@ -214,12 +215,53 @@ def test_reference_code_classifier_fits_deterministically_and_releases_in_eval_m
     task = make_task("mnist", {"n_train": 400, "n_aux": 50, "n_test": 50}, "<test>")
     preds = []
     for run in range(2):
-        mech = PosthocPTR(
-            eps=5.0, R=0.05, variant="encoder", classifier="reference-code", **TINY
-        )
+        mech = PosthocPTR(eps=5.0, R=0.05, variant="encoder", classifier="reference-code", **TINY)
         mech.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path / str(run))))
         assert not mech.h.training
         release = mech.release(task.splits().test.x, torch.Generator().manual_seed(0))
         preds.append(mech.predict(release))
         assert torch.equal(preds[-1], mech.predict(release))
     assert torch.equal(preds[0], preds[1])
+
+
+def test_reference_code_adversary_decodes_to_the_image_with_raw_outputs() -> None:
+    """The public code's convolutional decoder returns a flattened image of the input's shape
+    for its two image sizes, with batch norm and no sigmoid (bench's MLP ends in one); any
+    other image shape is a one-line error, not a shape mismatch inside the loss."""
+    codes = torch.randn(16, 8)
+    for shape in ((1, 28, 28), (3, 32, 32)):
+        decoder = proxy_adversary(8, shape, "reference-code")
+        assert decoder(codes).shape == (16, int(np.prod(shape)))
+        assert any(isinstance(m, torch.nn.BatchNorm2d) for m in decoder.modules())
+        assert not any(isinstance(m, torch.nn.Sigmoid) for m in decoder.modules())
+    assert isinstance(proxy_adversary(8, (1, 28, 28), "bench")[-1], torch.nn.Sigmoid)
+    with pytest.raises(ConfigError, match="1x25x25"):
+        proxy_adversary(8, (1, 25, 25), "reference-code")
+
+
+def test_reference_code_adversary_changes_only_arl_training_and_is_deterministic() -> None:
+    """The adversary is part of the ARL term alone: encoder's obfuscator is the same under
+    both adversaries, arl's differs, and two trainings with the decoder agree exactly."""
+    task = make_task("mnist", {"n_train": 256, "n_aux": 16, "n_test": 16}, "<test>")
+    train = task.splits().train
+    z = torch.randn(len(train.x), 8, generator=torch.Generator().manual_seed(1))
+
+    def weights(variant: str, adversary: str) -> torch.Tensor:
+        torch.manual_seed(0)
+        f, _ = train_obfuscator(
+            z,
+            train.x,
+            train.y,
+            10,
+            variant,
+            2,
+            torch.Generator().manual_seed(2),
+            alpha=0.9,
+            adversary_kind=adversary,
+        )
+        return torch.cat([p.detach().flatten() for p in f.parameters()])
+
+    assert torch.equal(weights("encoder", "bench"), weights("encoder", "reference-code"))
+    decoder_run = weights("arl", "reference-code")
+    assert torch.equal(decoder_run, weights("arl", "reference-code"))
+    assert not torch.equal(decoder_run, weights("arl", "bench"))
