@@ -1,4 +1,4 @@
-"""Paper tables against bench's leaderboards: each headline cell a seed paper reports (its
+"""Paper tables against bench's leaderboards: each headline cell a source paper reports (its
 reference table, bench/reference/<paper>.toml), the bench row that answers it, and a verdict
 computed from the numbers by the rules in bench.report.verdicts, never typed in.
 

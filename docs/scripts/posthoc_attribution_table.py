@@ -1,9 +1,9 @@
 """The attribution ("waterfall") table of docs/posthoc.md, from the committed boards of
-posthoc-attribution-subset, posthoc-attribution-checkpoint, posthoc-attribution and
-posthoc-attribution-classifier and the
-paper's Table 1 cells in bench/reference/posthoc.toml: accuracy [95% CI] of each cumulative
-step per obfuscator and eps, DeltaP per step, and each step's share of the gap to the paper
-at eps 5 and 10. It prints the table, or with --write puts it in docs/posthoc.md between
+posthoc-attribution-subset, posthoc-attribution-checkpoint, posthoc-attribution,
+posthoc-attribution-classifier and posthoc-attribution-adversary and the paper's Table 1
+cells in bench/reference/posthoc.toml: accuracy [95% CI] of each cumulative step per
+obfuscator and eps, DeltaP per step, and each step's share of the gap to the paper at eps 5
+and 10. It prints the table, or with --write puts it in docs/posthoc.md between
 `<!-- attribution-table:begin -->` and `<!-- attribution-table:end -->`
 (tests/docs/test_posthoc_attribution_doc.py holds the page to it).
 
@@ -36,6 +36,8 @@ FULL_SET = {
     "checkpoint": "reference-code",
 }
 HAND_SET = {"encoder": 2.5, "c": 3.9, "arl": 1.3, "arl-c-n": 0.3}  # the sweep's DeltaP
+CLASSIFIER = {**FULL_SET, "finetune_epochs": 0, "classifier": "reference-code"}
+DECODER = {"adversary": {"arl": "reference-code", "arl-c-n": "reference-code"}}  # ARL only
 STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("0 bench default (5k)", "posthoc-attribution-subset", {}),
     (
@@ -76,18 +78,32 @@ STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "8 + reference-code classifier (not private)",
         "posthoc-attribution-classifier",
-        {**FULL_SET, "finetune_epochs": 0, "proposal": HAND_SET, "classifier": "reference-code"},
+        {**CLASSIFIER, "proposal": HAND_SET},
+    ),
+    (
+        "9 + reference-code adversary (not private)",
+        "posthoc-attribution-adversary",
+        {**CLASSIFIER, "proposal": HAND_SET, **DECODER},
     ),
 )
-# Rows beside the cumulative chain (not in the shares): the public code's classifier on
-# step 6, with the calibrated DeltaP, where PTR answers most queries.
+# Rows beside the cumulative chain (not in the shares): steps 8 and 9 with the calibrated
+# DeltaP in place of the hand-set one, where PTR answers most queries.
 SIDE_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "6 + reference-code classifier, beside the chain (not private)",
         "posthoc-attribution-classifier",
-        {**FULL_SET, "finetune_epochs": 0, "classifier": "reference-code"},
+        CLASSIFIER,
+    ),
+    (
+        "6 + reference-code classifier and adversary, beside the chain (not private)",
+        "posthoc-attribution-adversary",
+        {**CLASSIFIER, **DECODER},
     ),
 )
+SHORT = {  # column and row names of the "What is left" table
+    SIDE_STEPS[0][0]: "step 6 + classifier",
+    SIDE_STEPS[1][0]: "step 6 + classifier, adversary",
+}
 DEFAULTS = {
     "sensitivity": "l1",
     "recipe": "bench",
@@ -99,6 +115,7 @@ DEFAULTS = {
     "proposal": 0.0,
     "finetune_epochs": 5,
     "classifier": "bench",
+    "adversary": "bench",
 }
 
 
@@ -113,13 +130,14 @@ def own_params(own: dict[str, Any], variant: str) -> dict[str, Any]:
     return out
 
 
-def carried(step: int, variant: str) -> bool:
-    """True when step `step` changes nothing for this variant (same board, same parameters
-    as the step before, because its per-variant switch does not apply to it)."""
+def carried(step: int, variant: str, steps: tuple = STEPS) -> bool:
+    """True when row `step` of `steps` changes nothing for this variant: the same parameters
+    as the row before, because its per-variant switch does not apply to it (its board may
+    not hold the variant at all)."""
     if step == 0:
         return False
-    (_, board, own), (_, before_board, before) = STEPS[step], STEPS[step - 1]
-    return board == before_board and own_params(own, variant) == own_params(before, variant)
+    own, before = steps[step][2], steps[step - 1][2]
+    return own_params(own, variant) == own_params(before, variant)
 
 
 def paper() -> dict[tuple[str, float], float]:
@@ -178,7 +196,10 @@ def main() -> None:
                 print(f"| {label} | as the step before (no ARL term) |" + " |" * len(EPS))
                 continue
             print(table_row(boards, label, board, own, variant))
-        for label, board, own in SIDE_STEPS:
+        for side, (label, board, own) in enumerate(SIDE_STEPS):
+            if carried(side, variant, SIDE_STEPS):
+                print(f"| {label} | as the row before (no ARL term) |" + " |" * len(EPS))
+                continue
             print(table_row(boards, label, board, own, variant))
     print("\n**Share of the gap to the paper closed by each step** (mean accuracy over the")
     print("variants a step ran, each compared with the step before and the paper on the same")
@@ -233,18 +254,20 @@ def table_row(
 def left_table(
     boards: dict[str, list[dict[str, Any]]], ref: dict[tuple[str, float], float]
 ) -> None:
-    """What is left after the last two steps and the rows beside the chain, per variant at
-    eps 5 and 10: bench - paper, with "ok" where the paper's value lies within 0.05 or
-    inside bench's 95% CI."""
-    last = (*STEPS[-2:], *SIDE_STEPS)
-    print("\n**What is left** (bench - paper after the last two steps and beside the chain;")
+    """What is left after the last three steps and beside the chain, per variant at eps 5 and
+    10: bench - paper, with "ok" where the paper's value lies within 0.05 or inside bench's
+    95% CI; a row that changes nothing for the variant is left out."""
+    last = [(len(STEPS) - k, STEPS) for k in (3, 2, 1)] + [(i, SIDE_STEPS) for i in (0, 1)]
+    print("\n**What is left** (bench - paper after the last three steps and beside the chain;")
     print("ok: within 0.05 of the paper or the paper inside bench's 95% CI)\n")
-    head = " | ".join(f"{short_label(label)}, eps {e:g}" for label, _, _ in last for e in (5, 10))
-    print(f"| variant | {head} |")
-    print("|---|" + "---|" * (2 * len(last)))
+    print("| variant | row | eps 5 | eps 10 |")
+    print("|---|---|---|---|")
     for variant in VARIANTS:
-        out = []
-        for _, board, own in last:
+        for index, steps in last:
+            label, board, own = steps[index]
+            if carried(index, variant, steps):
+                continue
+            out = []
             for e in (5.0, 10.0):
                 row = find(boards[board], own, variant, e)
                 if row is None:
@@ -257,13 +280,12 @@ def left_table(
                 share = answered_note(row, " (")
                 share += ")" if share else ""
                 out.append(f"{m['value'] - paper_value:+.3f}{' ok' if ok else ''}{share}")
-        print(f"| {variant} | " + " | ".join(out) + " |")
+            print(f"| {variant} | {short_label(label)} | " + " | ".join(out) + " |")
 
 
 def short_label(label: str) -> str:
-    """ "step 7" for a step of the chain, "step 6 + classifier" for a row beside it."""
-    number = label.split()[0]
-    return f"step {number}" if label in {s[0] for s in STEPS} else f"step {number} + classifier"
+    """ "step 7" for a step of the chain, SHORT's name for a row beside it."""
+    return SHORT.get(label, f"step {label.split()[0]}")
 
 
 def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
@@ -273,11 +295,15 @@ def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
     print("\n**PTR audit of the not-private rows** (eps_audit_lb / claim 2 eps / could show)\n")
     print("| step | variant | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
     print("|---|---|" + "---|" * len(EPS))
-    for step, (label, board, own) in enumerate(STEPS + SIDE_STEPS):
+    rows = [(i, STEPS) for i in range(len(STEPS))] + [
+        (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
+    ]
+    for step, steps in rows:
+        label, board, own = steps[step]
         if own.get("sensitivity") != "reference-code":
             continue
         for variant in VARIANTS:
-            if step < len(STEPS) and carried(step, variant):
+            if carried(step, variant, steps):
                 continue
             out = []
             for e in EPS:

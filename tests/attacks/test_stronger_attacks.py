@@ -1,4 +1,4 @@
-"""Issue 22's stronger attacks: tv's weight and map's shrinkage are chosen from aux (and
+"""The stronger attacks: tv's weight and map's shrinkage are chosen from aux (and
 reported), the residual inverter and its SSIM objective, the differentiable SSIM equals the
 leaderboard's, and the attack-strength report's worst-case logic."""
 

@@ -1,4 +1,4 @@
-"""Devices (bench.device, issue 25): no module but bench/device.py names a device; every
+"""Devices (bench.device): no module but bench/device.py names a device; every
 mechanism and attack runs with a device object handed to it explicitly and gives the numbers
 of the default path; a CPU job keeps its hash, its cache keys and its numbers; CUDA is a
 one-line error where there is none, and the CUDA-only checks run only where there is."""

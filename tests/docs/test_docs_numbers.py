@@ -1,6 +1,6 @@
 """Every measured number a doc quotes comes from a committed file: a leaderboard, a
-reproduction table, or a reproduction under docs/reproductions/ (issue 20: "a result that
-is not committed is not a result").
+reproduction table, or a reproduction under docs/reproductions/ (the project's rule: "a
+result that is not committed is not a result").
 
 A number here is a decimal with at least three digits after the point (0.8123, 13.558):
 what a measurement prints, not a parameter such as eps 0.1. It counts as quoted when the

@@ -100,3 +100,20 @@ def test_no_tracked_docs_path_carries_a_milestone_token() -> None:
         "record files under docs/ are named by date, not by internal milestone:\n"
         + "\n".join(offenders)
     )
+
+
+def code_files(root: Path) -> list[Path]:
+    """The project's Python sources, whose comments and docstrings a contributor reads; this
+    file is left out (its patterns and examples name what they forbid)."""
+    packages = ("bench", "mechanisms", "attacks", "datasets", "tests", "docs")
+    files = [p for package in packages for p in sorted((root / package).glob("**/*.py"))]
+    return [p for p in files if p.resolve() != Path(__file__).resolve()]
+
+
+def test_code_comments_carry_no_development_history() -> None:
+    """Comments and docstrings say what and why: no tracker numbers, milestones or the names
+    of the papers' local copies (papers by title and year, as in the docs)."""
+    files = code_files(ROOT)
+    assert ROOT / "bench" / "cli.py" in files
+    hits = [hit for path in files for hit in history_mentions(path, ROOT)]
+    assert not hits, "code comments name internal history:\n" + "\n".join(hits)

@@ -127,8 +127,8 @@ INVERTER_SCHEDULES = {
 @pytest.mark.slow
 def test_inverter_fit_new_against_old_schedule(benchmark, schedule, tmp_path) -> None:
     """Training the inverter on 200 aux releases: the residual decoder (the default, and
-    trained on MSE + SSIM) beside the conv decoder with the schedule it had before issue 22
-    and the one before that (docs/reproductions/inverter-schedule)."""
+    trained on MSE + SSIM) beside the conv decoder with its two earlier training schedules
+    (docs/reproductions/inverter-schedule)."""
     if benchmark.disabled and schedule != "residual-default":
         pytest.skip("timed only with benchmarks enabled (make bench-perf)")
     from attacks.inverter import InverterAttack

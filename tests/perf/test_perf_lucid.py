@@ -1,4 +1,4 @@
-"""LUCID's costs (issue 6): leave-one-out networks trained per second, stacked (vmapped)
+"""LUCID's costs: leave-one-out networks trained per second, stacked (vmapped)
 against one by one, side by side in groups "loo-networks-<task>-<arch>" (target >= 20x; on
 2 CPU cores full-batch 2x50 training is compute-bound either way: docs/lucid.md); and
 the iDP-DB of adult 2x50 on 2,000 training points under the shipped work budgets, the

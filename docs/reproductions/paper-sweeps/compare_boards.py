@@ -1,14 +1,15 @@
 """`bench compare --exact` of two leaderboard.json files of one suite, after two parameter
-renames that change no number: posthoc-ptr's `time_limit` is dropped (0, no clock, since
-stop 40) and `solver = "auto"` is read as "highs" (what "auto" ran on a machine without
-gurobipy, before stop 44 made the solver explicit). Without them `bench compare` matches
-rows by their exact parameters and sees the renamed rows as missing and added.
+renames that change no number: posthoc-ptr's `time_limit` is dropped (0: no clock, the
+default since 2026-11-26) and `solver = "auto"` is read as "highs" (what "auto" ran on a
+machine without gurobipy, before the solver was made explicit on 2026-11-27). Without them
+`bench compare` matches rows by their exact parameters and sees the renamed rows as missing
+and added.
 
 Usage: python compare_boards.py OLD/leaderboard.json NEW/leaderboard.json
 Prints bench.report.compare's report and exits 1 when it fails, as `bench compare` does:
 every non-timing metric's value and CI are held to equality, timing metrics to the 50% cost
 tolerance. Timings differ between hosts and between cold and warm caches, so a re-run can
-fail on them alone; the stop-44 records are about the non-timing count.
+fail on them alone; the records it wrote are about the non-timing count.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PTR's per-query decisions with HiGHS and with Gurobi at the same node budget (stop 43).
+"""PTR's per-query decisions with HiGHS and with Gurobi at the same node budget.
 
 For posthoc-faces' two MILP-heaviest settings (eps 1, obfuscators `encoder` and `n`), fits
 each seed's mechanism twice, with `solver` highs and gurobi, releases the utility job's test

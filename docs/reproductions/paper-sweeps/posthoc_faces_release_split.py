@@ -1,4 +1,4 @@
-"""Where a posthoc-faces attack job spends the time outside its attack (stop 42).
+"""Where a posthoc-faces attack job spends the time outside its attack.
 
 Runs the two attack jobs (inverter, optimization) of one posthoc-faces setting and prints
 the time of the release of the attacked queries, which each job computes on its own, beside
@@ -19,7 +19,8 @@ import bench.evaluate as evaluate
 from bench.jobs import expand
 from bench.suite import load_suite
 
-SETTING = {"eps": 1.0, "variant": "encoder"}  # the slowest setting of the stop-41 profile
+# the slowest setting of profile-posthoc-faces-2026-11-27a.txt
+SETTING = {"eps": 1.0, "variant": "encoder"}
 
 
 def main(cache: Path, seed: int) -> None:

@@ -1,5 +1,5 @@
 """dFIL-calibrated split inference: the gaussian task, calibration, the bounds each attack is
-scored against, and what the seed paper shows (Fig. 2 on synthetic data, the Table 1 and
+scored against, and what the dFIL paper shows (Fig. 2 on synthetic data, the Table 1 and
 Table 4 trends on Fashion-MNIST at small scale)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""dFIL's optimisations on sst2 and movielens (seed 002 Sec. 4.1, Fig. 7 and Table 1 trends):
+"""dFIL's optimisations on sst2 and movielens (the dFIL paper, Sec. 4.1, Fig. 7 and Table 1 trends):
 at 1/dFIL = 100, a compression bottleneck trained noise-aware keeps utility significantly above
 the majority-class / constant-guess baseline while lookup recovery falls to ~0 (unprotected it
 is >= 95%); the served sigma is calibrated exactly on the served encoder; the SNR regulariser
@@ -83,8 +83,8 @@ def test_sst2_optimised_dfil_keeps_accuracy_and_loses_tokens(sst2: dict, cache) 
 
 
 def test_sst2_served_sigma_is_calibrated_exactly_on_the_served_encoder(sst2: dict) -> None:
-    """sigma = sqrt(100 * mean Tr(J^T J) / d) (seed paper Eqs. 4-5) with the exact trace of the
-    served client (2 outputs <= calib_dirs: exact, zero direction error), and the training-
+    """sigma = sqrt(100 * mean Tr(J^T J) / d) (the dFIL paper's Eqs. 4-5) with the exact trace
+    of the served client (2 outputs <= calib_dirs: exact, zero direction error), and the training-
     time estimate Tr(W G W^T) agrees with it."""
     task, mech = sst2["task"], sst2["mech"]
     ids = task.splits().train.x[:8]
