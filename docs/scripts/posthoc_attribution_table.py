@@ -130,14 +130,22 @@ def own_params(own: dict[str, Any], variant: str) -> dict[str, Any]:
     return out
 
 
-def carried(step: int, variant: str, steps: tuple = STEPS) -> bool:
-    """True when row `step` of `steps` changes nothing for this variant: the same parameters
+def carried(step: int, variant: str, group: tuple = STEPS) -> bool:
+    """True when row `step` of `group` changes nothing for this variant: the same parameters
     as the row before, because its per-variant switch does not apply to it (its board may
     not hold the variant at all)."""
     if step == 0:
         return False
-    own, before = steps[step][2], steps[step - 1][2]
+    own, before = group[step][2], group[step - 1][2]
     return own_params(own, variant) == own_params(before, variant)
+
+
+def all_rows() -> list[tuple[int, tuple]]:
+    """Every row of the tables as (index, group): the chain's steps, then the rows beside it;
+    `carried(index, variant, group)` compares a row with the one before it in its group."""
+    return [(i, STEPS) for i in range(len(STEPS))] + [
+        (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
+    ]
 
 
 def paper() -> dict[tuple[str, float], float]:
@@ -191,14 +199,11 @@ def main() -> None:
         print("| step | DeltaP | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
         print("|---|---|" + "---|" * len(EPS))
         print("| paper (Table 1) | | " + " | ".join(f"{ref[(variant, e)]:.3f}" for e in EPS) + " |")
-        for step, (label, board, own) in enumerate(STEPS):
-            if carried(step, variant):
-                print(f"| {label} | as the step before (no ARL term) |" + " |" * len(EPS))
-                continue
-            print(table_row(boards, label, board, own, variant))
-        for side, (label, board, own) in enumerate(SIDE_STEPS):
-            if carried(side, variant, SIDE_STEPS):
-                print(f"| {label} | as the row before (no ARL term) |" + " |" * len(EPS))
+        for index, group in all_rows():
+            label, board, own = group[index]
+            if carried(index, variant, group):
+                before = "step" if group is STEPS else "row"
+                print(f"| {label} | as the {before} before (no ARL term) |" + " |" * len(EPS))
                 continue
             print(table_row(boards, label, board, own, variant))
     print("\n**Share of the gap to the paper closed by each step** (mean accuracy over the")
@@ -257,15 +262,15 @@ def left_table(
     """What is left after the last three steps and beside the chain, per variant at eps 5 and
     10: bench - paper, with "ok" where the paper's value lies within 0.05 or inside bench's
     95% CI; a row that changes nothing for the variant is left out."""
-    last = [(len(STEPS) - k, STEPS) for k in (3, 2, 1)] + [(i, SIDE_STEPS) for i in (0, 1)]
+    last = all_rows()[len(STEPS) - 3 :]  # the chain's last three steps, then the rows beside it
     print("\n**What is left** (bench - paper after the last three steps and beside the chain;")
     print("ok: within 0.05 of the paper or the paper inside bench's 95% CI)\n")
     print("| variant | row | eps 5 | eps 10 |")
     print("|---|---|---|---|")
     for variant in VARIANTS:
-        for index, steps in last:
-            label, board, own = steps[index]
-            if carried(index, variant, steps):
+        for index, group in last:
+            label, board, own = group[index]
+            if carried(index, variant, group):
                 continue
             out = []
             for e in (5.0, 10.0):
@@ -295,15 +300,12 @@ def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
     print("\n**PTR audit of the not-private rows** (eps_audit_lb / claim 2 eps / could show)\n")
     print("| step | variant | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
     print("|---|---|" + "---|" * len(EPS))
-    rows = [(i, STEPS) for i in range(len(STEPS))] + [
-        (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
-    ]
-    for step, steps in rows:
-        label, board, own = steps[step]
+    for step, group in all_rows():
+        label, board, own = group[step]
         if own.get("sensitivity") != "reference-code":
             continue
         for variant in VARIANTS:
-            if carried(step, variant, steps):
+            if carried(step, variant, group):
                 continue
             out = []
             for e in EPS:
