@@ -1,0 +1,95 @@
+"""Which epoch the public code's checkpoint rule keeps, and what the classifier scores there
+against the last epoch: for one attribution row whose obfuscator uses that rule, the
+obfuscator and classifier are retrained exactly as the row's fit trains them (same seed,
+generators and inputs; the checkpoint criterion reads the networks without drawing or
+moving anything), once to the end with the criterion traced per epoch, once up to the epoch
+the rule picks. The second must equal the row's cached networks; both are scored on the
+2,000 test images without noise or refusals.
+
+    BENCH_CACHE=... python docs/reproductions/posthoc-attribution/checkpoint_epoch.py \
+        BOARD VARIANT [--step-params JSON]
+
+BOARD and VARIANT pick the row by the attribution table's step parameters (the default is
+step 6's: the full training set, no noise fine-tuning).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT.parents[1] / "scripts"))
+
+from noiseless_accuracy import accuracy, job_of  # noqa: E402
+from posthoc_attribution_table import FULL_SET  # noqa: E402
+
+from bench.evaluate import fit_mechanism, job_environment  # noqa: E402
+from bench.hashing import seeded_init  # noqa: E402
+from bench.protocols import FitContext  # noqa: E402
+from mechanisms.posthoc.models import train_obfuscator  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("board")
+    parser.add_argument("variant")
+    parser.add_argument("--step-params", default=json.dumps({**FULL_SET, "finetune_epochs": 0}))
+    args = parser.parse_args()
+    cache = Path(os.environ.get("BENCH_CACHE", ROOT.parents[2] / ".bench" / "cache"))
+    job = job_of(args.board, json.loads(args.step_params), args.variant, 10.0)
+    if job is None:
+        raise SystemExit(f"no utility job of {args.variant} with those parameters in {args.board}")
+    with job_environment(job) as on:
+        fitted = fit_mechanism(job, cache, False, on.device)
+        mech, splits, p = fitted.mechanism, fitted.splits, fitted.mechanism.p
+        train, test = splits.train, splits.test
+        with torch.no_grad():
+            z_train = mech.vae(train.x.to(on.device))
+            z_test = mech.vae(test.x.to(on.device))
+        z_std = mech._posterior_std(train.x) if p.recipe == "reference-code" else None
+        ctx = FitContext(job.seed, fitted.cache, False, on.device)
+
+        def train_to(epochs: int, trace: list[float] | None, checkpoint: str):
+            with seeded_init(ctx.seed, "posthoc-obf-init"):
+                return train_obfuscator(
+                    z_train,
+                    train.x,
+                    train.y,
+                    fitted.task.num_classes,
+                    p.variant,
+                    epochs,
+                    ctx.generator("posthoc-obf"),
+                    alpha=p.alpha,
+                    device=on.device,
+                    recipe=p.recipe,
+                    z_std=z_std,
+                    checkpoint=checkpoint,
+                    trace=trace,
+                    classifier_kind=p.classifier,
+                    adversary_kind=p.adversary,
+                )
+
+        trace: list[float] = []
+        f_last, h_last = train_to(p.obf_epochs, trace, "last")
+        kept = min(range(len(trace)), key=trace.__getitem__) + 1
+        f_kept, h_kept = train_to(kept, None, "last")
+        kept_f, row_f = f_kept.state_dict().values(), mech.f.state_dict().values()
+        same = all(torch.equal(a, b) for a, b in zip(kept_f, row_f, strict=True))
+        with torch.no_grad():
+            out_last, out_kept = f_last(z_test), f_kept(z_test)
+    print(f"{job.label()}")
+    print(f"checkpoint criterion per epoch: {', '.join(f'{v:.4g}' for v in trace)}")
+    print(f"the rule keeps epoch {kept} of {p.obf_epochs}; equal to the row's cached f: {same}")
+    print(f"h at epoch {kept}, no noise: {accuracy(h_kept, out_kept, test.y)}")
+    print(f"h at epoch {p.obf_epochs} (last), no noise: {accuracy(h_last, out_last, test.y)}")
+
+
+if __name__ == "__main__":
+    main()
