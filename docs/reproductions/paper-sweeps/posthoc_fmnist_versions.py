@@ -4,7 +4,8 @@ DeltaP, and the inverter's SSIM, from two leaderboard.json files. `bench compare
 the pair, since their rows were made on different data; this lists the same cells side by
 side instead.
 
-    python docs/reproductions/paper-sweeps/posthoc_fmnist_versions.py V1.json V2.json
+    python docs/reproductions/paper-sweeps/posthoc_fmnist_versions.py OLD.json NEW.json \
+        [OLD_LABEL NEW_LABEL]
 """
 
 from __future__ import annotations
@@ -36,12 +37,12 @@ def value(metrics: dict[str, Any] | None, name: str, ci: bool = False) -> str:
     return f"{m['value']:.3f} [{m['ci'][0]:.3f}, {m['ci'][1]:.3f}]"
 
 
-def main(old_path: str, new_path: str) -> None:
+def main(old_path: str, new_path: str, a: str = "v1", b: str = "v2") -> None:
     old, new = cells(old_path), cells(new_path)
     settings = sorted({k[:2] for k in old} | {k[:2] for k in new})
     print(
-        "| variant | eps | accuracy v1 | accuracy v2 | change | release_rate v1 / v2 "
-        "| DeltaP v1 / v2 | inverter SSIM v1 / v2 |"
+        f"| variant | eps | accuracy {a} | accuracy {b} | change | release_rate {a} / {b} "
+        f"| DeltaP {a} / {b} | inverter SSIM {a} / {b} |"
     )
     print("|---|---|---|---|---|---|---|---|")
     changes = []
@@ -69,4 +70,4 @@ def main(old_path: str, new_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    main(*sys.argv[1:5])
