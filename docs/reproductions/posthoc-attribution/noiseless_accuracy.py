@@ -3,8 +3,8 @@ attribution table (docs/scripts/posthoc_attribution_table.py) on a board at the 
 code, the accuracy of the same job's obfuscator and classifier on the same 2,000 test
 images without noise and without PTR's refusals, beside the row's accuracy at eps 10 and
 the paper's Table 1 value. The networks come from the artifact cache the boards were made
-with (set BENCH_CACHE to it), so nothing is retrained; a row whose fit is not in the cache is
-trained here, and --skip BOARD leaves a board's rows out instead.
+with (set BENCH_CACHE to it), so the row's own networks are not retrained; a row whose fit
+is not in the cache is trained here, and --skip BOARD leaves a board's rows out instead.
 
 At eps 10 Posthoc's release adds Laplace noise of scale DeltaP R / eps per coordinate (R =
 0.2), so a row whose accuracy equals its noiseless accuracy lost nothing to the release: the
