@@ -165,13 +165,16 @@ def utility_rows(board: str) -> list[dict[str, Any]]:
     return [r for r in rows if r["attack"] is None and r["mechanism"] == "posthoc-ptr"]
 
 
-def find(rows: list[dict[str, Any]], own: dict[str, Any], variant: str, eps: float) -> dict | None:
+def matches(params: dict[str, Any], own: dict[str, Any], variant: str, eps: float) -> bool:
+    """True when `params` (a board row's or a suite job's) are the step's for this variant and
+    eps, every other parameter at its default; a board written before a parameter existed ran
+    at its default."""
     want = {**DEFAULTS, **own_params(own, variant), "variant": variant, "eps": eps}
-    for row in rows:
-        # a board written before a parameter existed ran at its default
-        if all(row["params"].get(k, DEFAULTS.get(k)) == v for k, v in want.items()):
-            return row
-    return None
+    return all(params.get(k, DEFAULTS.get(k)) == v for k, v in want.items())
+
+
+def find(rows: list[dict[str, Any]], own: dict[str, Any], variant: str, eps: float) -> dict | None:
+    return next((row for row in rows if matches(row["params"], own, variant, eps)), None)
 
 
 def cell(row: dict | None, metric: str = "accuracy") -> str:

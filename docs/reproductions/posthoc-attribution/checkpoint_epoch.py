@@ -56,7 +56,7 @@ def main() -> None:
         z_std = mech._posterior_std(train.x) if p.recipe == "reference-code" else None
         ctx = FitContext(job.seed, fitted.cache, False, on.device)
 
-        def train_to(epochs: int, trace: list[float] | None, checkpoint: str):
+        def train_to(epochs: int, trace: list[float] | None):
             with seeded_init(ctx.seed, "posthoc-obf-init"):
                 return train_obfuscator(
                     z_train,
@@ -70,18 +70,18 @@ def main() -> None:
                     device=on.device,
                     recipe=p.recipe,
                     z_std=z_std,
-                    checkpoint=checkpoint,
+                    checkpoint="last",  # epoch by epoch; the rule's pick is read off `trace`
                     trace=trace,
                     classifier_kind=p.classifier,
                     adversary_kind=p.adversary,
                 )
 
         trace: list[float] = []
-        f_last, h_last = train_to(p.obf_epochs, trace, "last")
+        f_last, h_last = train_to(p.obf_epochs, trace)
         kept = min(range(len(trace)), key=trace.__getitem__) + 1
-        f_kept, h_kept = train_to(kept, None, "last")
-        kept_f, row_f = f_kept.state_dict().values(), mech.f.state_dict().values()
-        same = all(torch.equal(a, b) for a, b in zip(kept_f, row_f, strict=True))
+        f_kept, h_kept = train_to(kept, None)
+        kept_weights, row_weights = f_kept.state_dict().values(), mech.f.state_dict().values()
+        same = all(torch.equal(a, b) for a, b in zip(kept_weights, row_weights, strict=True))
         with torch.no_grad():
             out_last, out_kept = f_last(z_test), f_kept(z_test)
     print(f"{job.label()}")

@@ -31,12 +31,11 @@ ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "docs" / "scripts"))
 
 from posthoc_attribution_table import (  # noqa: E402
-    DEFAULTS,
     VARIANTS,
     all_rows,
     carried,
     find,
-    own_params,
+    matches,
     paper,
     utility_rows,
 )
@@ -52,13 +51,12 @@ RETRAIN_EPOCHS = 20
 
 def job_of(board: str, own: dict[str, Any], variant: str, eps: float) -> Job | None:
     """The suite's utility job with the row's parameters (defaults filled in)."""
-    want = {**DEFAULTS, **own_params(own, variant), "variant": variant, "eps": eps}
     _, jobs = expand_suite(board)
     for job in jobs:
         if (
             job.attack is None
             and job.mechanism == "posthoc-ptr"
-            and all(job.params.get(k, DEFAULTS.get(k)) == v for k, v in want.items())
+            and matches(job.params, own, variant, eps)
         ):
             return job
     return None
