@@ -19,7 +19,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -32,57 +34,79 @@ from posthoc_attribution_table import FULL_SET  # noqa: E402
 
 from bench.evaluate import fit_mechanism, job_environment  # noqa: E402
 from bench.hashing import seeded_init  # noqa: E402
+from bench.jobs import Job  # noqa: E402
 from bench.protocols import FitContext  # noqa: E402
 from mechanisms.posthoc.models import train_obfuscator  # noqa: E402
+
+STEP_6 = json.dumps({**FULL_SET, "finetune_epochs": 0})  # the attribution table's step 6
+Networks = tuple[torch.nn.Module, torch.nn.Module]
+
+
+def row_job(board: str, variant: str, step_params: str) -> Job:
+    """The attribution row's utility job at eps 10 (its networks do not depend on eps)."""
+    job = job_of(board, json.loads(step_params), variant, 10.0)
+    if job is None:
+        raise SystemExit(f"no utility job of {variant} with those parameters in {board}")
+    return job
+
+
+def obfuscator_trainer(fitted: Any, job: Job, device: torch.device) -> Callable[..., Networks]:
+    """A function that retrains the row's obfuscator f and classifier h for a number of
+    epochs exactly as its fit does (checkpoint rule "last"), so that a run of k epochs equals
+    epoch k of a longer one; keyword overrides (e.g. alpha) change one training choice."""
+    mech, p, train = fitted.mechanism, fitted.mechanism.p, fitted.splits.train
+    with torch.no_grad():
+        z_train = mech.vae(train.x.to(device))
+    z_std = mech._posterior_std(train.x) if p.recipe == "reference-code" else None
+    ctx = FitContext(job.seed, fitted.cache, False, device)
+
+    def train_to(epochs: int, trace: list[float] | None = None, **overrides: Any) -> Networks:
+        choices = {
+            "alpha": p.alpha,
+            "recipe": p.recipe,
+            "classifier_kind": p.classifier,
+            "adversary_kind": p.adversary,
+            **overrides,
+        }
+        with seeded_init(ctx.seed, "posthoc-obf-init"):
+            return train_obfuscator(
+                z_train,
+                train.x,
+                train.y,
+                fitted.task.num_classes,
+                p.variant,
+                epochs,
+                ctx.generator("posthoc-obf"),
+                device=device,
+                z_std=z_std,
+                checkpoint="last",  # epoch by epoch; the rule's pick is read off `trace`
+                trace=trace,
+                **choices,
+            )
+
+    return train_to
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("board")
     parser.add_argument("variant")
-    parser.add_argument("--step-params", default=json.dumps({**FULL_SET, "finetune_epochs": 0}))
+    parser.add_argument("--step-params", default=STEP_6)
     args = parser.parse_args()
     cache = Path(os.environ.get("BENCH_CACHE", ROOT.parents[2] / ".bench" / "cache"))
-    job = job_of(args.board, json.loads(args.step_params), args.variant, 10.0)
-    if job is None:
-        raise SystemExit(f"no utility job of {args.variant} with those parameters in {args.board}")
+    job = row_job(args.board, args.variant, args.step_params)
     with job_environment(job) as on:
         fitted = fit_mechanism(job, cache, False, on.device)
-        mech, splits, p = fitted.mechanism, fitted.splits, fitted.mechanism.p
-        train, test = splits.train, splits.test
-        with torch.no_grad():
-            z_train = mech.vae(train.x.to(on.device))
-            z_test = mech.vae(test.x.to(on.device))
-        z_std = mech._posterior_std(train.x) if p.recipe == "reference-code" else None
-        ctx = FitContext(job.seed, fitted.cache, False, on.device)
-
-        def train_to(epochs: int, trace: list[float] | None):
-            with seeded_init(ctx.seed, "posthoc-obf-init"):
-                return train_obfuscator(
-                    z_train,
-                    train.x,
-                    train.y,
-                    fitted.task.num_classes,
-                    p.variant,
-                    epochs,
-                    ctx.generator("posthoc-obf"),
-                    alpha=p.alpha,
-                    device=on.device,
-                    recipe=p.recipe,
-                    z_std=z_std,
-                    checkpoint="last",  # epoch by epoch; the rule's pick is read off `trace`
-                    trace=trace,
-                    classifier_kind=p.classifier,
-                    adversary_kind=p.adversary,
-                )
-
+        mech, p, test = fitted.mechanism, fitted.mechanism.p, fitted.splits.test
+        train_to = obfuscator_trainer(fitted, job, on.device)
         trace: list[float] = []
         f_last, h_last = train_to(p.obf_epochs, trace)
         kept = min(range(len(trace)), key=trace.__getitem__) + 1
-        f_kept, h_kept = train_to(kept, None)
+        f_kept, h_kept = train_to(kept)
         kept_weights, row_weights = f_kept.state_dict().values(), mech.f.state_dict().values()
         same = all(torch.equal(a, b) for a, b in zip(kept_weights, row_weights, strict=True))
         with torch.no_grad():
+            z_test = mech.vae(test.x.to(on.device))
             out_last, out_kept = f_last(z_test), f_kept(z_test)
     print(f"{job.label()}")
     print(f"checkpoint criterion per epoch: {', '.join(f'{v:.4g}' for v in trace)}")
