@@ -27,33 +27,15 @@ import sys
 from pathlib import Path
 
 import torch
-from torch.nn import functional as F
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from checkpoint_epoch import STEP_6, obfuscator_trainer, row_job  # noqa: E402
-from noiseless_accuracy import accuracy  # noqa: E402
+from noiseless_accuracy import accuracy, train_classifier  # noqa: E402
 
 from bench.evaluate import fit_mechanism, job_environment  # noqa: E402
 from mechanisms.posthoc.models import REFERENCE_LR  # noqa: E402
-
-
-def alone_one_epoch(
-    h: torch.nn.Module, out: torch.Tensor, y: torch.Tensor, lr: float
-) -> torch.nn.Module:
-    """h trained one further epoch (batch 128, fresh Adam at `lr`) on frozen outputs."""
-    gen = torch.Generator().manual_seed(0)
-    h.train()
-    opt = torch.optim.Adam(h.parameters(), lr=lr)
-    order = torch.randperm(len(out), generator=gen)
-    for start in range(0, len(out), 128):
-        idx = order[start : start + 128]
-        loss = F.cross_entropy(h(out[idx]), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    return h.eval()
 
 
 def relative_move(new: torch.Tensor, old: torch.Tensor) -> float:
@@ -98,7 +80,7 @@ def main() -> None:
                     moved = f"{relative_move(out_test, before[1]):.3f}"
                     on_before = accuracy(h, before[1], test.y)
                 before = (k, out_test)
-                alone = accuracy(alone_one_epoch(h, out_train, train.y, lr), out_test, test.y)
+                alone = accuracy(train_classifier(h, out_train, train.y, 1, lr), out_test, test.y)
                 cells = f"{joint} | {alone} | {moved} | {on_before}"
                 print(f"| {alpha:g} | {k} | {cells} |", flush=True)
 

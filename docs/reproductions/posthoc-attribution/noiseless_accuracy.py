@@ -70,14 +70,15 @@ def accuracy(h: torch.nn.Module, out: torch.Tensor, y: torch.Tensor) -> str:
     return f"{result.value:.3f} [{result.ci[0]:.3f}, {result.ci[1]:.3f}]"
 
 
-def retrained(kind: str, out: torch.Tensor, y: torch.Tensor, classes: int) -> torch.nn.Module:
-    """A fresh classifier of `kind` trained on the frozen obfuscator's noiseless outputs."""
+def train_classifier(
+    h: torch.nn.Module, out: torch.Tensor, y: torch.Tensor, epochs: int, lr: float
+) -> torch.nn.Module:
+    """Classifier h trained `epochs` epochs on frozen obfuscator outputs (batch 128, a fresh
+    Adam at `lr`, batches drawn from a generator seeded 0); returned in evaluation mode."""
     gen = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)
-    h = classifier(out.shape[1], classes, kind=kind)
-    opt = torch.optim.Adam(h.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(h.parameters(), lr=lr)
     h.train()
-    for _ in range(RETRAIN_EPOCHS):
+    for _ in range(epochs):
         order = torch.randperm(len(out), generator=gen)
         for start in range(0, len(out), 128):
             idx = order[start : start + 128]
@@ -86,6 +87,13 @@ def retrained(kind: str, out: torch.Tensor, y: torch.Tensor, classes: int) -> to
             loss.backward()
             opt.step()
     return h.eval()
+
+
+def retrained(kind: str, out: torch.Tensor, y: torch.Tensor, classes: int) -> torch.nn.Module:
+    """A fresh classifier of `kind` trained on the frozen obfuscator's noiseless outputs."""
+    torch.manual_seed(0)
+    h = classifier(out.shape[1], classes, kind=kind)
+    return train_classifier(h, out, y, RETRAIN_EPOCHS, lr=1e-3)
 
 
 def noiseless_accuracies(job: Job, cache: Path) -> list[str]:
