@@ -80,7 +80,9 @@ def embedder_only(job: Job, cache: Path, device: torch.device) -> FittedJob:
     return FittedJob(task, splits, store, mech, 0.0)
 
 
-def trained_with_snapshots(fitted: FittedJob, job: Job, device: torch.device, epochs: int):
+def trained_with_snapshots(
+    fitted: FittedJob, job: Job, device: torch.device, epochs: int
+) -> tuple[torch.nn.Module, torch.nn.Module, EpochSnapshots]:
     """Train f and h for `epochs` epochs as the row's fit does, keeping every epoch's weights."""
     snapshots = EpochSnapshots()
     build_f, build_h = models.obfuscator, models.classifier
