@@ -82,8 +82,9 @@ def embedder_only(job: Job, cache: Path, device: torch.device) -> FittedJob:
 
 def trained_with_snapshots(
     fitted: FittedJob, job: Job, device: torch.device, epochs: int
-) -> tuple[torch.nn.Module, torch.nn.Module, EpochSnapshots]:
-    """Train f and h for `epochs` epochs as the row's fit does, keeping every epoch's weights."""
+) -> EpochSnapshots:
+    """Train f and h for `epochs` epochs as the row's fit does, keeping every epoch's weights
+    (the trained networks themselves are the snapshots' `nets`)."""
     snapshots = EpochSnapshots()
     build_f, build_h = models.obfuscator, models.classifier
 
@@ -98,19 +99,24 @@ def trained_with_snapshots(
         mock.patch.object(models, "obfuscator", kept("f", build_f)),
         mock.patch.object(models, "classifier", kept("h", build_h)),
     ):
-        f, h = obfuscator_trainer(fitted, job, device)(epochs, snapshots)
-    return f, h, snapshots
+        obfuscator_trainer(fitted, job, device)(epochs, snapshots)
+    return snapshots
 
 
-def scores(fitted: FittedJob, f: torch.nn.Module, h: torch.nn.Module, kind: str) -> str:
-    """Joint h, fresh classifier of the row's kind, fresh bench classifier: noiseless."""
-    mech, train, test = fitted.mechanism, fitted.splits.train, fitted.splits.test
-    classes = fitted.task.num_classes
+def scores(
+    fitted: FittedJob,
+    f: torch.nn.Module,
+    h: torch.nn.Module,
+    kind: str,
+    embeddings: tuple[torch.Tensor, torch.Tensor],
+) -> str:
+    """Joint h, fresh classifier of the row's kind, fresh bench classifier: noiseless, on f's
+    outputs at the (train, test) embeddings."""
+    train, test = fitted.splits.train, fitted.splits.test
     with torch.no_grad():
-        out_train = f(mech.vae(train.x.to(mech.device))).cpu()
-        out_test = f(mech.vae(test.x.to(mech.device))).cpu()
+        out_train, out_test = (f(z).cpu() for z in embeddings)
     fresh = [
-        accuracy(retrained(k, out_train, train.y, classes), out_test, test.y)
+        accuracy(retrained(k, out_train, train.y, fitted.task.num_classes), out_test, test.y)
         for k in (kind, "bench")
     ]
     return " | ".join([accuracy(h.cpu().eval(), out_test, test.y), *fresh])
@@ -130,13 +136,16 @@ def main() -> None:
         fitted = embedder_only(job, cache, on.device)
         p = fitted.mechanism.p
         epochs = args.factor * p.obf_epochs
-        _, _, snaps = trained_with_snapshots(fitted, job, on.device, epochs)
-        f, h = (copy.deepcopy(m) for m in (snaps.nets["f"], snaps.nets["h"]))
+        snaps = trained_with_snapshots(fitted, job, on.device, epochs)
+        f, h = snaps.nets["f"], snaps.nets["h"]
+        vae, splits = fitted.mechanism.vae, fitted.splits
+        with torch.no_grad():
+            embeddings = (vae(splits.train.x.to(on.device)), vae(splits.test.x.to(on.device)))
 
         def at(epoch: int) -> str:
             f.load_state_dict(snaps.weights[epoch - 1][0])
             h.load_state_dict(snaps.weights[epoch - 1][1])
-            return scores(fitted, f.eval(), h.eval(), p.classifier)
+            return scores(fitted, f.eval(), h.eval(), p.classifier, embeddings)
 
         print(job.label())
         print(f"checkpoint criterion per epoch: {', '.join(f'{v:.4g}' for v in snaps)}")
