@@ -1,0 +1,87 @@
+"""How far one attribution row's noiseless scores move when its networks are trained again
+under another seed, or on an embedder trained longer: for one row (by default arl at step 9)
+and each requested (seed, embedder epochs), the embedder, the obfuscator f and the
+classifier h are trained as the row's fit trains them (training_budget.py), the row's
+checkpoint rule picks the epoch (the public code's rule, or the last epoch), and the picked
+networks are scored as in training_budget.py: h as trained with f, and fresh classifiers of
+the row's kind and of bench's kind on the frozen f. All accuracies are on the 2,000 test
+images, without noise or refusals. The row itself is seed 0 at its own embedder epochs
+(training-budget.txt, 30-epoch budget).
+
+    BENCH_CACHE=... python docs/reproductions/posthoc-attribution/retraining_spread.py \
+        [BOARD VARIANT] [--step-params JSON] [--runs SEED:VAE_EPOCHS ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT.parents[1] / "scripts"))
+
+from checkpoint_epoch import row_job  # noqa: E402
+from posthoc_attribution_table import STEPS  # noqa: E402
+from training_budget import STEP_9, embedder_only, scores, trained_with_snapshots  # noqa: E402
+
+from bench.evaluate import job_environment  # noqa: E402
+from bench.jobs import Job  # noqa: E402
+
+
+def run(seed: str) -> tuple[int, int]:
+    """'SEED:VAE_EPOCHS' as two integers."""
+    try:
+        job_seed, vae_epochs = (int(part) for part in seed.split(":"))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"expected SEED:VAE_EPOCHS, got {seed!r}") from err
+    return job_seed, vae_epochs
+
+
+def retrained_row(job: Job, cache: Path, seed: int, vae_epochs: int) -> str:
+    """The row's networks trained at `seed` with `vae_epochs` embedder epochs, its rule's
+    epoch picked within its budget, as one table line."""
+    moved = dataclasses.replace(job, seed=seed, params={**job.params, "vae_epochs": vae_epochs})
+    with job_environment(moved) as on:
+        fitted = embedder_only(moved, cache, on.device)
+        p = fitted.mechanism.p
+        snaps = trained_with_snapshots(fitted, moved, on.device, p.obf_epochs)
+        kept = len(snaps)
+        if p.checkpoint == "reference-code":  # the lowest criterion
+            kept = min(range(len(snaps)), key=snaps.__getitem__) + 1
+        f, h = snaps.nets["f"], snaps.nets["h"]
+        f.load_state_dict(snaps.weights[kept - 1][0])
+        h.load_state_dict(snaps.weights[kept - 1][1])
+        vae, splits = fitted.mechanism.vae, fitted.splits
+        with torch.no_grad():
+            embeddings = (vae(splits.train.x.to(on.device)), vae(splits.test.x.to(on.device)))
+        line = scores(fitted, f.eval(), h.eval(), p.classifier, embeddings)
+    return f"| {seed} | {vae_epochs} | {kept} | {snaps[kept - 1]:.4g} | {line} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("board", nargs="?", default=STEPS[9][1])
+    parser.add_argument("variant", nargs="?", default="arl")
+    parser.add_argument("--step-params", default=STEP_9)
+    parser.add_argument("--runs", nargs="+", type=run, default=[(0, 20), (1, 2), (1, 20)])
+    args = parser.parse_args()
+    cache = Path(os.environ.get("BENCH_CACHE", ROOT.parents[2] / ".bench" / "cache"))
+    job = row_job(args.board, args.variant, args.step_params)
+    print(job.label())
+    print(
+        "\n| seed | embedder epochs | epoch kept | criterion | h, joint "
+        f"| fresh {job.params.get('classifier', 'bench')} classifier | fresh bench classifier |"
+    )
+    print("|---|---|---|---|---|---|---|", flush=True)
+    for seed, vae_epochs in args.runs:
+        print(retrained_row(job, cache, seed, vae_epochs), flush=True)
+
+
+if __name__ == "__main__":
+    main()
