@@ -34,13 +34,13 @@ from bench.evaluate import job_environment  # noqa: E402
 from bench.jobs import Job  # noqa: E402
 
 
-def run(seed: str) -> tuple[int, int]:
+def seed_and_epochs(text: str) -> tuple[int, int]:
     """'SEED:VAE_EPOCHS' as two integers."""
     try:
-        job_seed, vae_epochs = (int(part) for part in seed.split(":"))
+        seed, vae_epochs = (int(part) for part in text.split(":"))
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"expected SEED:VAE_EPOCHS, got {seed!r}") from err
-    return job_seed, vae_epochs
+        raise argparse.ArgumentTypeError(f"expected SEED:VAE_EPOCHS, got {text!r}") from err
+    return seed, vae_epochs
 
 
 def retrained_row(job: Job, cache: Path, seed: int, vae_epochs: int) -> str:
@@ -69,7 +69,8 @@ def main() -> None:
     parser.add_argument("board", nargs="?", default=STEPS[9][1])
     parser.add_argument("variant", nargs="?", default="arl")
     parser.add_argument("--step-params", default=STEP_9)
-    parser.add_argument("--runs", nargs="+", type=run, default=[(0, 20), (1, 2), (1, 20)])
+    runs = [(0, 20), (1, 2), (1, 20), (2, 2), (2, 20)]
+    parser.add_argument("--runs", nargs="+", type=seed_and_epochs, default=runs)
     args = parser.parse_args()
     cache = Path(os.environ.get("BENCH_CACHE", ROOT.parents[2] / ".bench" / "cache"))
     job = row_job(args.board, args.variant, args.step_params)
