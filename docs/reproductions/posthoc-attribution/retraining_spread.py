@@ -20,15 +20,20 @@ import os
 import sys
 from pathlib import Path
 
-import torch
-
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT.parents[1] / "scripts"))
 
 from checkpoint_epoch import row_job  # noqa: E402
 from posthoc_attribution_table import STEPS  # noqa: E402
-from training_budget import STEP_9, embedder_only, scores, trained_with_snapshots  # noqa: E402
+from training_budget import (  # noqa: E402
+    STEP_9,
+    embedder_only,
+    rule_epoch,
+    scores_at,
+    train_and_test_embeddings,
+    trained_with_snapshots,
+)
 
 from bench.evaluate import job_environment  # noqa: E402
 from bench.jobs import Job  # noqa: E402
@@ -51,16 +56,10 @@ def retrained_row(job: Job, cache: Path, seed: int, vae_epochs: int) -> str:
         fitted = embedder_only(moved, cache, on.device)
         p = fitted.mechanism.p
         snaps = trained_with_snapshots(fitted, moved, on.device, p.obf_epochs)
-        kept = len(snaps)
-        if p.checkpoint == "reference-code":  # the lowest criterion
-            kept = min(range(len(snaps)), key=snaps.__getitem__) + 1
-        f, h = snaps.nets["f"], snaps.nets["h"]
-        f.load_state_dict(snaps.weights[kept - 1][0])
-        h.load_state_dict(snaps.weights[kept - 1][1])
-        vae, splits = fitted.mechanism.vae, fitted.splits
-        with torch.no_grad():
-            embeddings = (vae(splits.train.x.to(on.device)), vae(splits.test.x.to(on.device)))
-        line = scores(fitted, f.eval(), h.eval(), p.classifier, embeddings)
+        budget = len(snaps)
+        kept = rule_epoch(snaps, budget) if p.checkpoint == "reference-code" else budget
+        embeddings = train_and_test_embeddings(fitted, on.device)
+        line = scores_at(fitted, snaps, kept, embeddings)
     return f"| {seed} | {vae_epochs} | {kept} | {snaps[kept - 1]:.4g} | {line} |"
 
 

@@ -122,6 +122,34 @@ def scores(
     return " | ".join([accuracy(h.cpu().eval(), out_test, test.y), *fresh])
 
 
+def rule_epoch(snaps: EpochSnapshots, budget: int) -> int:
+    """The epoch (from 1) the public code's checkpoint rule keeps within the first `budget`
+    epochs: the one with the lowest criterion."""
+    return min(range(budget), key=snaps.__getitem__) + 1
+
+
+def train_and_test_embeddings(
+    fitted: FittedJob, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The embedder's outputs on the train and test images (computed once per run)."""
+    vae, splits = fitted.mechanism.vae, fitted.splits
+    with torch.no_grad():
+        return vae(splits.train.x.to(device)), vae(splits.test.x.to(device))
+
+
+def scores_at(
+    fitted: FittedJob,
+    snaps: EpochSnapshots,
+    epoch: int,
+    embeddings: tuple[torch.Tensor, torch.Tensor],
+) -> str:
+    """`scores` of the networks as they were after `epoch` (from 1)."""
+    f, h = snaps.nets["f"], snaps.nets["h"]
+    f.load_state_dict(snaps.weights[epoch - 1][0])
+    h.load_state_dict(snaps.weights[epoch - 1][1])
+    return scores(fitted, f.eval(), h.eval(), fitted.mechanism.p.classifier, embeddings)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("board", nargs="?", default=STEPS[9][1])
@@ -137,15 +165,10 @@ def main() -> None:
         p = fitted.mechanism.p
         epochs = args.factor * p.obf_epochs
         snaps = trained_with_snapshots(fitted, job, on.device, epochs)
-        f, h = snaps.nets["f"], snaps.nets["h"]
-        vae, splits = fitted.mechanism.vae, fitted.splits
-        with torch.no_grad():
-            embeddings = (vae(splits.train.x.to(on.device)), vae(splits.test.x.to(on.device)))
+        embeddings = train_and_test_embeddings(fitted, on.device)
 
         def at(epoch: int) -> str:
-            f.load_state_dict(snaps.weights[epoch - 1][0])
-            h.load_state_dict(snaps.weights[epoch - 1][1])
-            return scores(fitted, f.eval(), h.eval(), p.classifier, embeddings)
+            return scores_at(fitted, snaps, epoch, embeddings)
 
         print(job.label())
         print(f"checkpoint criterion per epoch: {', '.join(f'{v:.4g}' for v in snaps)}")
@@ -155,7 +178,7 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|---|")
         for budget in sorted({p.obf_epochs, epochs}):
-            kept = min(range(budget), key=snaps.__getitem__) + 1
+            kept = rule_epoch(snaps, budget)
             line = f"| {budget} | kept by the rule | {kept} | {snaps[kept - 1]:.4g} | {at(kept)} |"
             print(line, flush=True)
         for epoch in range(args.every, epochs + 1, args.every):
