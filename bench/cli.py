@@ -18,6 +18,23 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from bench import __version__
+from bench.cli_options import (
+    DEFAULT_STORE,
+    AddressOpt,
+    AttackOpt,
+    BoardOutOpt,
+    DeviceOpt,
+    DryRunOpt,
+    ExecutorOpt,
+    JobsOpt,
+    MaxFailuresOpt,
+    MechanismOpt,
+    ProgressOpt,
+    SeedsOpt,
+    StoreOpt,
+    SuiteOpt,
+    TaskOpt,
+)
 from bench.data.cli import data_app
 from bench.data.locations import cache_dir
 from bench.errors import BenchError, ConfigError, JobsFailedError
@@ -47,16 +64,6 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain click-style usage errors: no boxes in logs
 )
 
-StoreOpt = Annotated[Path, typer.Option("--store", help="SQLite result store.")]
-DeviceOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--device",
-        help="Where jobs run: cpu, cuda, cuda:N, mps or auto (CUDA, else MPS, else CPU); "
-        "default: the suite's `device`, else cpu. Non-CPU jobs are other jobs (own hashes).",
-    ),
-]
-DEFAULT_STORE = Path(".bench/results.sqlite")
 INCONCLUSIVE_EXIT = 3  # `bench validate`: no check failed, but the audit had too little power
 app.add_typer(data_app, name="data")
 
@@ -160,73 +167,78 @@ def _list_suites() -> None:
 
 @app.command()
 def run(
-    suite: Annotated[str, typer.Option("--suite", help="Suite name or path to a .toml file.")],
-    task: Annotated[str | None, typer.Option(help="Only this task.")] = None,
-    mechanism: Annotated[str | None, typer.Option(help="Only this mechanism.")] = None,
-    attack: Annotated[
-        str | None, typer.Option(help="Only this attack (utility jobs are kept).")
-    ] = None,
-    seeds: Annotated[
-        int | None,
-        typer.Option(min=1, max=MAX_SEEDS, help="Override the suite's seed count."),
-    ] = None,
+    suite: SuiteOpt,
+    task: TaskOpt = None,
+    mechanism: MechanismOpt = None,
+    attack: AttackOpt = None,
+    seeds: SeedsOpt = None,
     store: StoreOpt = DEFAULT_STORE,
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Worker processes (local).")] = 1,
-    executor: Annotated[str, typer.Option(help="Where jobs run: local or ray.")] = "local",
-    address: Annotated[
-        str | None, typer.Option(help="Ray cluster address; default: start a local Ray.")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option(help="Leaderboard directory [leaderboards/SUITE].")
-    ] = None,
-    progress: Annotated[bool, typer.Option(help="Show progress.")] = True,
-    dry_run: Annotated[
-        bool,
-        typer.Option(help="List what would run and estimate its time; run nothing."),
-    ] = False,
+    jobs: JobsOpt = 1,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
+    out: BoardOutOpt = None,
+    progress: ProgressOpt = True,
+    dry_run: DryRunOpt = False,
     device: DeviceOpt = None,
-    max_failures: Annotated[
-        int | None,
-        typer.Option(min=1, help="Stop the run once this many jobs have failed (default: never)."),
-    ] = None,
+    max_failures: MaxFailuresOpt = None,
 ) -> None:
     """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
     that raises, or whose worker process dies (--jobs > 1), fails alone: the others run on
     (up to --max-failures failed jobs), and the run ends listing the failed jobs (exit 1);
     the same command then runs only those."""
     if not dry_run:  # at once: a FIFO store would block the open forever
-        check_file_target(store, "store")
-        from bench.store_guard import check_store
-
-        check_store(store)  # another schema: refused before the suite is expanded
+        _check_store(store)
     source = _suite_source(suite)  # read and parsed once (None: the plan says why not)
-    # A plan of a local CPU run, keyed before the jobs are listed, from what they are listed from.
-    cached = not dry_run and executor == "local" and device in (None, "cpu") and source
-    key = _plan_key(source, seeds, device) if cached else None
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
+    key = None if dry_run else _plan_key(source, seeds, device, executor)
     if key is not None and _warm_rerun(key, store, out, filters):
         return  # nothing to do, known without importing torch
-    from bench import api
-    from bench.executors import make_executor
-
-    runner = make_executor(executor, workers=jobs, address=address)
-    # A Ray cluster's workers may have the GPU the driver lacks: they check it (job_device).
-    on_driver = executor != "ray"
-    planned = api.plan(
-        source or suite, seeds=seeds, device=device, check_device=on_driver, **filters
-    )
+    runner = _executor(executor, jobs, address)
+    planned = _plan(source or suite, seeds, device, executor, filters)
     if dry_run:
         _print_plan(planned.suite.name, planned.selected, store)
         return
-    # Everything the run will write is checked before the store is opened (or created), so
-    # a refused run leaves no file behind and runs no job whose results it cannot keep.
+    # What the run writes is checked before the store is opened: a refusal leaves no file.
+    cache_root, board = _cache_root(store), board_dir(out, planned.suite.name)
+    check_dir_target(board, "leaderboard directory")
+    kept = RunOptions(runner, progress, _lease_timeout(), max_failures, key)
+    _run_and_publish(planned, store, cache_root, board, kept)
+
+
+def _check_store(store: Path) -> None:
+    """A store path that is not a regular file, or a store of another schema, is refused
+    before the suite is expanded."""
+    check_file_target(store, "store")
+    from bench.store_guard import check_store
+
+    check_store(store)
+
+
+def _executor(name: str, workers: int, address: str | None) -> Executor:
+    from bench.executors import make_executor
+
+    return make_executor(name, workers=workers, address=address)
+
+
+def _plan(
+    suite: SuiteSource | str,
+    seeds: int | None,
+    device: str | None,
+    executor: str,
+    filters: dict[str, str | None],
+) -> RunPlan:
+    """The suite's jobs, filtered. A Ray cluster's workers may have the GPU the driver
+    lacks: they check the device themselves (job_device), the driver does not."""
+    from bench import api
+
+    on_driver = executor != "ray"
+    return api.plan(suite, seeds=seeds, device=device, check_device=on_driver, **filters)
+
+
+def _lease_timeout() -> float:
     from bench.runner import lease_timeout_s
 
-    lease_timeout, cache_root = lease_timeout_s(), _cache_root(store)
-    board = board_dir(out, planned.suite.name)
-    check_dir_target(board, "leaderboard directory")
-    kept = RunOptions(runner, progress, lease_timeout, max_failures, key)
-    _run_and_publish(planned, store, cache_root, board, kept)
+    return lease_timeout_s()
 
 
 def _suite_source(suite: str) -> SuiteSource | None:
@@ -240,7 +252,13 @@ def _suite_source(suite: str) -> SuiteSource | None:
         return None
 
 
-def _plan_key(source: SuiteSource, seeds: int | None, device: str | None) -> str | None:
+def _plan_key(
+    source: SuiteSource | None, seeds: int | None, device: str | None, executor: str
+) -> str | None:
+    """The key a local CPU run's plan is kept under, taken before the jobs are listed, from
+    what they are listed from; None for another executor or device, or an unread suite."""
+    if source is None or executor != "local" or device not in (None, "cpu"):
+        return None
     from bench.plan_cache import plan_key
 
     return plan_key(source, seeds, device)

@@ -20,3 +20,9 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    """`atomic_write` of UTF-8 text; returns `path`, so writers can list what they wrote."""
+    atomic_write(path, text.encode("utf-8"))
+    return path

@@ -6,10 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 from typing import Any
 
-from bench.fsutil import atomic_write
 from bench.hashing import canonical_json
 from bench.report.rows import SIG_DIGITS
 
@@ -26,11 +24,6 @@ CSV_COLUMNS = (
     "ci_hi",
     "n",
 )
-
-
-def _atomic_write_text(path: Path, text: str) -> Path:
-    atomic_write(path, text.encode("utf-8"))
-    return path
 
 
 def leaderboard_json(

@@ -22,10 +22,10 @@ from bench.report.families import BoardPlot, board_plots
 from bench.report.frontier import chance_levels, frontier_png, frontier_points
 from bench.report.labels import (
     WORST_CASE,
-    _params_text,
     attack_labels,
     describe_guarantee,
     mechanism_colours,
+    params_text,
     rows_by_task,
     safe_name,
     utility_metric_of,
@@ -115,7 +115,7 @@ def _row_view(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> dict[s
     return {
         "task": row["task"],
         "mechanism": row["mechanism"],
-        "params": _params_text(row["params"]),
+        "params": params_text(row["params"]),
         "guarantee": describe_guarantee(row.get("guarantee") or {}),
         "notion": (row.get("guarantee") or {}).get("notion") or "none",
         "attack": attack,

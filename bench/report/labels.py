@@ -70,7 +70,8 @@ def _fmt_short(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _params_text(params: dict[str, Any]) -> str:
+def params_text(params: dict[str, Any]) -> str:
+    """Parameters as sorted "k=v" pairs, floats to four significant digits."""
     return ", ".join(f"{k}={_fmt_short(v)}" for k, v in sorted(params.items()))
 
 
@@ -79,7 +80,7 @@ def attack_labels(rows: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
     one parameter set, else the name plus the parameters that differ, e.g. "map (lam=0.1)"."""
     by_name: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for r in rows:
-        if _is_attack(r):
+        if is_attack(r):
             by_name[r["attack"]][canonical_json(r.get("attack_params") or {})] = (
                 r.get("attack_params") or {}
             )
@@ -91,7 +92,7 @@ def attack_labels(rows: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
                 for k, v in params.items()
                 if any(other.get(k) != v for other in variants.values())
             }
-            labels[(name, key)] = f"{name} ({_params_text(varying)})" if varying else name
+            labels[(name, key)] = f"{name} ({params_text(varying)})" if varying else name
     return labels
 
 
@@ -113,7 +114,7 @@ def utility_metric_of(rows: list[dict[str, Any]]) -> str | None:
     return others[0] if others else None
 
 
-def _is_attack(row: dict[str, Any]) -> bool:
+def is_attack(row: dict[str, Any]) -> bool:
     """A row of one real attack (not the utility row, not the worst-case summary)."""
     return row["attack"] not in (None, WORST_CASE)
 
@@ -155,7 +156,7 @@ MIA_METRICS = tuple(s.name for s in _MIA_SPECS if s.kind == "privacy")
 def attack_metrics_of(rows: list[dict[str, Any]]) -> tuple[str, ...]:
     """The per-attack columns of a task: membership metrics where its attacks infer
     membership (those it holds), else the reconstruction metrics."""
-    held = {n for r in rows if _is_attack(r) for n in r["metrics"]}
+    held = {n for r in rows if is_attack(r) for n in r["metrics"]}
     if "mia_auc" in held:
         return tuple(m for m in MIA_METRICS if m in held)
     return ATTACK_METRICS
@@ -176,7 +177,9 @@ def by_config(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str
     return out
 
 
-def _worst_case(config_rows: list[dict[str, Any]], metric: str = "mse") -> dict[str, Any] | None:
+def worst_case_entry(
+    config_rows: list[dict[str, Any]], metric: str = "mse"
+) -> dict[str, Any] | None:
     """The worst-case row's entry for `metric` (the strongest attack's), or None."""
     worst = next((r for r in config_rows if r["attack"] == WORST_CASE), None)
     return worst["metrics"].get(metric) if worst else None
@@ -341,7 +344,7 @@ def varying_params(settings: list[tuple[str, dict[str, Any]]]) -> dict[str, set[
 def short_setting(mechanism: str, params: dict[str, Any], varying: set[str]) -> str:
     """`mechanism (k=v, ...)` with only the `varying` parameters, or the bare name."""
     shown = {k: v for k, v in params.items() if k in varying}
-    return f"{mechanism} ({_params_text(shown)})" if shown else mechanism
+    return f"{mechanism} ({params_text(shown)})" if shown else mechanism
 
 
 def score_name_in(metrics: dict[str, Any], score: str) -> str | None:

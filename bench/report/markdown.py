@@ -10,17 +10,17 @@ from bench.report.labels import (
     COST_METRICS,
     MIA_METRICS,
     WORST_CASE,
-    _is_attack,
-    _params_text,
-    _worst_case,
     attack_label_of,
     attack_labels,
     attack_metrics_of,
     by_config,
     describe_guarantee,
+    is_attack,
+    params_text,
     rows_by_task,
     task_chance,
     utility_metric_of,
+    worst_case_entry,
 )
 
 SentenceExample = tuple[str, list[str], list[str]]  # (row label, originals, reconstructions)
@@ -43,8 +43,8 @@ def _attack_settings(rows: list[dict[str, Any]]) -> list[str]:
     labels = attack_labels(rows)
     seen = {}
     for r in rows:
-        if _is_attack(r):
-            seen[attack_label_of(r, labels)] = _params_text(r.get("attack_params") or {})
+        if is_attack(r):
+            seen[attack_label_of(r, labels)] = params_text(r.get("attack_params") or {})
     return [f"- `{label}`: {text or 'defaults'}" for label, text in sorted(seen.items())]
 
 
@@ -59,7 +59,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     """Markdown table lines for one task: one line per (mechanism, params)."""
     configs = by_config(rows)
     labels = attack_labels(rows)
-    attacks = sorted({attack_label_of(r, labels) for r in rows if _is_attack(r)})
+    attacks = sorted({attack_label_of(r, labels) for r in rows if is_attack(r)})
     has = {n for r in rows for n in r["metrics"]}
     audit = ("eps_audit_lb", "eps_audit_ideal", "audit_draws")
     # posthoc-ptr's proposal inputs (local Lipschitz constant, DeltaP): paper Fig. 3's quantity.
@@ -69,7 +69,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     header += [utility] if utility else []
     per_attack = attack_metrics_of(rows)
     ceiling = "mia_ceiling_1pct_fpr"
-    extra += [ceiling] if any(_is_attack(r) and ceiling in r["metrics"] for r in rows) else []
+    extra += [ceiling] if any(is_attack(r) and ceiling in r["metrics"] for r in rows) else []
     worst_metrics = [
         m
         for m in ("mse", "ssim", "top1", *MIA_METRICS)
@@ -81,7 +81,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (mechanism, params_json), config_rows in configs.items():
         base = next((r for r in config_rows if r["attack"] is None), None)
-        by_attack = {attack_label_of(r, labels): r for r in config_rows if _is_attack(r)}
+        by_attack = {attack_label_of(r, labels): r for r in config_rows if is_attack(r)}
         base_metrics = base["metrics"] if base else {}
         cells = [
             f"⚠ {mechanism} (unreliable)" if config_rows[0].get("unreliable") else mechanism,
@@ -98,7 +98,7 @@ def _task_table(rows: list[dict[str, Any]], utility: str | None) -> list[str]:
             note = f" ({', '.join(flags)})" if flags else ""
             cells += [_cell(base_metrics.get(utility)) + note]
         cells += [_cell(_first_metric(config_rows, n)) for n in extra]
-        cells += [_cell(_worst_case(config_rows, m)) for m in worst_metrics]
+        cells += [_cell(worst_case_entry(config_rows, m)) for m in worst_metrics]
         for a in attacks:
             metrics = by_attack[a]["metrics"] if a in by_attack else {}
             cells += [_cell(metrics.get(m)) for m in per_attack]
@@ -211,7 +211,7 @@ def _tuning_lines(rows: list[dict[str, Any]]) -> list[str]:
 def _bound_lines(rows: list[dict[str, Any]]) -> list[str]:
     """A table row per attack row with a bound check: the bound, its basis, why, its value
     and how often it held."""
-    checked = [r for r in rows if _is_attack(r) and r.get("bound_basis")]
+    checked = [r for r in rows if is_attack(r) and r.get("bound_basis")]
     if not checked:
         return []
     labels = attack_labels(rows)

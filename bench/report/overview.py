@@ -12,12 +12,12 @@ from bench.report.audit_power import inconclusive
 from bench.report.frontier import attack_score_of
 from bench.report.labels import (
     WORST_CASE,
-    _params_text,
     alternative_scoring,
     at_chance,
     attack_labels,
     describe_guarantee,
     not_private,
+    params_text,
     row_sort_key,
     score_name_in,
     setting_order,
@@ -174,8 +174,8 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         lines.append(
             {
                 "mechanism": entry["mechanism"],
-                "setting": _params_text(shown) if shown else "",
-                "all_params": _params_text(entry["params"]),
+                "setting": params_text(shown) if shown else "",
+                "all_params": params_text(entry["params"]),
                 "guarantee": describe_guarantee(any_row.get("guarantee") or {}),
                 "claim": any_row.get("guarantee") or {},
                 "utility": _cell(metrics.get(utility)) if utility else None,

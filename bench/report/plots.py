@@ -15,12 +15,12 @@ import numpy as np
 from bench.fsutil import atomic_write
 from bench.report.label_layout import place_labels
 from bench.report.labels import (
-    _worst_case,
     by_config,
     mechanism_colours,
     privacy_label,
     safe_name,
     task_chance,
+    worst_case_entry,
 )
 
 
@@ -29,7 +29,7 @@ def _plot_points(rows: list[dict[str, Any]], utility: str | None) -> list[dict[s
     points = []
     for (mechanism, params_json), config_rows in by_config(rows).items():
         base = next((r for r in config_rows if r["attack"] is None), None)
-        worst = _worst_case(config_rows)
+        worst = worst_case_entry(config_rows)
         if not (utility and base and worst and utility in base["metrics"]):
             continue
         if worst["value"] <= 0:

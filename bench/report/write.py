@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from bench.errors import UnknownNameError
-from bench.fsutil import atomic_write
+from bench.fsutil import atomic_write, atomic_write_text
 from bench.registry import TASKS
 from bench.report.families import load_families, write_board_plots
-from bench.report.formats import _atomic_write_text, leaderboard_csv, leaderboard_json
+from bench.report.formats import leaderboard_csv, leaderboard_json
 from bench.report.html import inputs_stamp, report_stamp, write_index_html
 from bench.report.labels import (
     flag_rows,
@@ -70,9 +70,9 @@ def write_leaderboard(
     # From the rows as published (rounded): `bench reproduce` on the committed JSON agrees.
     reproductions = suite_reproductions(suite, doc["rows"])
     written = [
-        _atomic_write_text(out_dir / "leaderboard.json", board),
-        _atomic_write_text(out_dir / "leaderboard.csv", leaderboard_csv(rows)),
-        _atomic_write_text(
+        atomic_write_text(out_dir / "leaderboard.json", board),
+        atomic_write_text(out_dir / "leaderboard.csv", leaderboard_csv(rows)),
+        atomic_write_text(
             out_dir / "leaderboard.md",
             leaderboard_markdown(
                 suite, suite_version, rows, code_version, stamp, utility_metrics, sentences
@@ -168,7 +168,7 @@ def refresh_board(out_dir: Path) -> list[Path]:
         utility_metrics=declared_utility_metrics({r["task"] for r in rows}),
     )
     if SENTENCES_HEADING in kept_md:
-        _atomic_write_text(md_path, kept_md)
+        atomic_write_text(md_path, kept_md)
         written.remove(md_path)
     return written
 
@@ -203,8 +203,8 @@ def _write_reproductions(out_dir: Path, reproductions: list[dict[str, Any]]) -> 
     if not reproductions:
         return []
     return [
-        _atomic_write_text(out_dir / "reproduction.md", reproduction_markdown(reproductions)),
-        _atomic_write_text(out_dir / "reproduction.json", reproduction_json(reproductions)),
+        atomic_write_text(out_dir / "reproduction.md", reproduction_markdown(reproductions)),
+        atomic_write_text(out_dir / "reproduction.json", reproduction_json(reproductions)),
     ]
 
 

@@ -34,3 +34,17 @@ def test_every_mechanism_lives_in_a_family_that_names_it() -> None:
         assert parts[0] == "mechanisms" and len(parts) == 3, f"{mech} is not in a family: {module}"
         family = importlib.import_module(".".join(parts[:2]))
         assert f"`{mech}`" in (family.__doc__ or ""), f"{family.__name__} does not name {mech}"
+
+
+def test_the_run_command_is_a_short_caller_of_the_public_api() -> None:
+    """`bench run` parses options and hands the suite to bench.api (plan, run, publish): its
+    body does not grow a second run path."""
+    import inspect
+
+    import bench.cli
+
+    source = inspect.getsource(bench.cli.run)
+    assert len(source.splitlines()) < 40
+    helpers = inspect.getsource(bench.cli._plan) + inspect.getsource(bench.cli._run_and_publish)
+    for call in ("api.plan(", "api.run(", "api.publish("):
+        assert call in helpers
