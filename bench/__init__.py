@@ -12,8 +12,9 @@ Architecture of the run-time, in the order a run goes through it:
 - api.py: `plan` (the jobs, the filters), `run` (runner.py hands pending jobs to an
   executor, executors.py; evaluate.py or membership.py runs one; store.py keeps results,
   one transaction per job) and `publish` (bench.report builds the rows and writes the
-  board, waivers.py adds declared expected failures). cli.py's `run` calls these three;
-  plan_cache.py answers a rerun with nothing to do without importing torch.
+  board, waivers.py adds declared expected failures). cli.py's `run` calls these three
+  (its options are declared in cli_options.py); plan_cache.py answers a rerun with nothing
+  to do without importing torch.
 - registry.py finds components by name (in-tree decorators, plug-in entry points);
   importing a family package runs its hooks module, which registers what it adds.
 - cache.py keeps trained artifacts keyed by recipe and builder code; threads.py, device.py
