@@ -1,11 +1,11 @@
-"""The attribution ("waterfall") table of docs/posthoc.md, from the committed boards of
-posthoc-attribution-subset, posthoc-attribution-checkpoint, posthoc-attribution,
-posthoc-attribution-classifier and posthoc-attribution-adversary and the paper's Table 1
-cells in bench/reference/posthoc.toml: accuracy [95% CI] of each cumulative step per
-obfuscator and eps, DeltaP per step, and each step's share of the gap to the paper at eps 5
-and 10. It prints the table, or with --write puts it in docs/posthoc.md between
-`<!-- attribution-table:begin -->` and `<!-- attribution-table:end -->`
-(tests/docs/test_posthoc_attribution_doc.py holds the page to it).
+"""The attribution ("waterfall") table of docs/posthoc.md, from the committed boards of the
+posthoc-attribution suites (subset, checkpoint, the chain's steps 5-7, classifier,
+adversary, seeds, weight) and the paper's Table 1 cells in bench/reference/posthoc.toml:
+accuracy [95% CI] of each cumulative step per obfuscator and eps, DeltaP per step, and each
+step's share of the gap to the paper at eps 5 and 10. It prints the table, or with --write
+puts it in docs/posthoc.md between `<!-- attribution-table:begin -->` and
+`<!-- attribution-table:end -->` (tests/docs/test_posthoc_attribution_doc.py holds the page
+to it).
 
     python docs/scripts/posthoc_attribution_table.py [--write]
 """
@@ -87,7 +87,9 @@ STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ),
 )
 # Rows beside the cumulative chain (not in the shares): steps 8 and 9 with the calibrated
-# DeltaP in place of the hand-set one, where PTR answers most queries.
+# DeltaP in place of the hand-set one, where PTR answers most queries; step 9 trained at three
+# seeds (arl only; its board row is the mean over the seeds); step 6 with arl-c-n's ARL weight
+# at arl's 0.9. A variant a side row's board does not hold has no line for it.
 SIDE_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "6 + reference-code classifier, beside the chain (not private)",
@@ -99,10 +101,22 @@ SIDE_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         "posthoc-attribution-adversary",
         {**CLASSIFIER, **DECODER},
     ),
+    (
+        "9 at seeds 0, 1 and 2, mean of the three trainings (not private)",
+        "posthoc-attribution-seeds",
+        {**CLASSIFIER, "proposal": HAND_SET, **DECODER},
+    ),
+    (
+        "6 + ARL weight 0.9 in place of 0.995, beside the chain (not private)",
+        "posthoc-attribution-weight",
+        {**FULL_SET, "finetune_epochs": 0, "alpha": {"arl-c-n": 0.9}},
+    ),
 )
 SHORT = {  # column and row names of the "What is left" table
     SIDE_STEPS[0][0]: "step 6 + classifier",
     SIDE_STEPS[1][0]: "step 6 + classifier, adversary",
+    SIDE_STEPS[2][0]: "step 9, mean of seeds 0-2",
+    SIDE_STEPS[3][0]: "step 6, ARL weight 0.9",
 }
 DEFAULTS = {
     "sensitivity": "l1",
@@ -146,6 +160,13 @@ def all_rows() -> list[tuple[int, tuple]]:
     return [(i, STEPS) for i in range(len(STEPS))] + [
         (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
     ]
+
+
+def absent(boards: dict[str, list[dict[str, Any]]], index: int, group: tuple, variant: str) -> bool:
+    """True for a row beside the chain whose board holds no row of this variant (a chain step
+    that did not run still shows, as "not run")."""
+    _, board, own = group[index]
+    return group is SIDE_STEPS and all(find(boards[board], own, variant, e) is None for e in EPS)
 
 
 def paper() -> dict[tuple[str, float], float]:
@@ -207,6 +228,8 @@ def main() -> None:
             if carried(index, variant, group):
                 before = "step" if group is STEPS else "row"
                 print(f"| {label} | as the {before} before (no ARL term) |" + " |" * len(EPS))
+                continue
+            if absent(boards, index, group, variant):
                 continue
             print(table_row(boards, label, board, own, variant))
     print("\n**Share of the gap to the paper closed by each step** (mean accuracy over the")
@@ -273,7 +296,7 @@ def left_table(
     for variant in VARIANTS:
         for index, group in last:
             label, board, own = group[index]
-            if carried(index, variant, group):
+            if carried(index, variant, group) or absent(boards, index, group, variant):
                 continue
             out = []
             for e in (5.0, 10.0):
@@ -308,7 +331,7 @@ def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
         if own.get("sensitivity") != "reference-code":
             continue
         for variant in VARIANTS:
-            if carried(step, variant, group):
+            if carried(step, variant, group) or absent(boards, step, group, variant):
                 continue
             out = []
             for e in EPS:

@@ -1,0 +1,75 @@
+"""Per-seed values of a posthoc suite's utility rows, read from a result store: a board row
+of several seeds is a mean over them (bench.metrics.stats.aggregate_seeds), and this shows
+each seed's accuracy [95% CI over the test queries], the share of queries PTR answered, the
+proposal DeltaP and the audit's lower bound, with the mean the board reports.
+
+    python docs/reproductions/posthoc-attribution/per_seed.py SUITE STORE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench import api
+from bench.hashing import canonical_json
+from bench.store import ResultStore
+
+METRICS = ("release_rate", "delta_p", "eps_audit_lb")
+
+
+def per_seed_lines(suite: str, store: Path) -> list[str]:
+    """One line per (variant, eps, seed), then the mean over seeds, for the suite's utility
+    jobs at the current code that the store holds."""
+    planned = api.plan(suite)
+    utility = [job for job in planned.jobs if job.attack is None]
+    db = ResultStore.read_only(store)
+    try:
+        results = db.load([job.hash for job in utility])
+    finally:
+        db.close()
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for result in results:  # a board row: every parameter but the seed
+        groups[canonical_json(result["params"])].append(result)
+    varying = sorted(
+        {k for r in results for k in r["params"] if r["params"][k] != results[0]["params"][k]}
+    )
+    lines = [f"# {suite}: {len(results)} of {len(utility)} utility jobs stored in {store.name}"]
+    lines.append(f"# a row: {', '.join(varying) or 'one setting'}; seed; accuracy [95% CI]; "
+                 + ", ".join(METRICS))  # fmt: skip
+    for key in sorted(groups, key=lambda k: [_order(json.loads(k).get(v)) for v in varying]):
+        group = sorted(groups[key], key=lambda r: r["seed"])
+        setting = " ".join(f"{group[0]['params'][v]}" for v in varying)
+        for result in group:
+            m = result["metrics"]
+            acc = m["accuracy"]
+            extra = "  ".join(f"{m[k].value:.4g}" if k in m else "-" for k in METRICS)
+            lines.append(
+                f"{setting}  seed {result['seed']}  "
+                f"{acc.value:.3f} [{acc.ci[0]:.3f}, {acc.ci[1]:.3f}]  {extra}"
+            )
+        mean = sum(r["metrics"]["accuracy"].value for r in group) / len(group)
+        lines.append(f"{setting}  mean of {len(group)} seeds  {mean:.3f}")
+    return lines
+
+
+def _order(value: Any) -> tuple[int, float, str]:
+    """Numbers in numeric order, before every other value (text, absent) in text order."""
+    if isinstance(value, int | float):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suite")
+    parser.add_argument("store", type=Path)
+    args = parser.parse_args()
+    print("\n".join(per_seed_lines(args.suite, args.store)))
+
+
+if __name__ == "__main__":
+    main()
