@@ -38,8 +38,10 @@ def per_seed_lines(suite: str, store: Path) -> list[str]:
         {k for r in results for k in r["params"] if r["params"][k] != results[0]["params"][k]}
     )
     lines = [f"# {suite}: {len(results)} of {len(utility)} utility jobs stored in {store.name}"]
-    lines.append(f"# a row: {', '.join(varying) or 'one setting'}; seed; accuracy [95% CI]; "
-                 + ", ".join(METRICS))  # fmt: skip
+    lines.append(
+        f"# a line: {', '.join(varying) or 'the setting'}; seed; accuracy [95% CI] (the value to"
+        f" 6 significant digits, as a board has it); {', '.join(METRICS)}"
+    )
     for key in sorted(groups, key=lambda k: [_order(json.loads(k).get(v)) for v in varying]):
         group = sorted(groups[key], key=lambda r: r["seed"])
         setting = " ".join(f"{group[0]['params'][v]}" for v in varying)
@@ -49,10 +51,10 @@ def per_seed_lines(suite: str, store: Path) -> list[str]:
             extra = "  ".join(f"{m[k].value:.4g}" if k in m else "-" for k in METRICS)
             lines.append(
                 f"{setting}  seed {result['seed']}  "
-                f"{acc.value:.3f} [{acc.ci[0]:.3f}, {acc.ci[1]:.3f}]  {extra}"
+                f"{acc.value:.6g} [{acc.ci[0]:.3f}, {acc.ci[1]:.3f}]  {extra}"
             )
         mean = sum(r["metrics"]["accuracy"].value for r in group) / len(group)
-        lines.append(f"{setting}  mean of {len(group)} seeds  {mean:.3f}")
+        lines.append(f"{setting}  mean of {len(group)} seeds  {mean:.6g}")
     return lines
 
 
