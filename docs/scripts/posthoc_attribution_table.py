@@ -1,6 +1,6 @@
 """The attribution ("waterfall") table of docs/posthoc.md, from the committed boards of the
 posthoc-attribution suites (subset, checkpoint, the chain's steps 5-7, classifier,
-adversary, seeds, weight) and the paper's Table 1 cells in bench/reference/posthoc.toml:
+adversary, seeds, beside) and the paper's Table 1 cells in bench/reference/posthoc.toml:
 accuracy [95% CI] of each cumulative step per obfuscator and eps, DeltaP per step, and each
 step's share of the gap to the paper at eps 5 and 10. It prints the table, or with --write
 puts it in docs/posthoc.md between `<!-- attribution-table:begin -->` and
@@ -89,8 +89,9 @@ STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 # Rows beside the cumulative chain (not in the shares): steps 8 and 9 with the calibrated
 # DeltaP in place of the hand-set one, where PTR answers most queries; the chain's last step
 # trained at three seeds (a board row is the mean over them), without and with bench's
-# fine-tuning of the classifier on the kept f; step 6 with arl-c-n's ARL weight at arl's 0.9.
-# A variant a side row's board does not hold has no line for it.
+# fine-tuning of the classifier on the kept f; step 6 with arl-c-n's ARL weight at arl's 0.9;
+# step 6 with the public code's decoder and bench's classifier. A variant a side row's board
+# does not hold has no line for it.
 SEEDS_BOARD = "posthoc-attribution-seeds"  # its audit is seed 0's: the chain's own row
 SIDE_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
@@ -115,8 +116,13 @@ SIDE_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ),
     (
         "6 + ARL weight 0.9 in place of 0.995, beside the chain (not private)",
-        "posthoc-attribution-weight",
+        "posthoc-attribution-beside",
         {**FULL_SET, "finetune_epochs": 0, "alpha": {"arl-c-n": 0.9}},
+    ),
+    (
+        "6 + reference-code adversary (bench's classifier), beside the chain (not private)",
+        "posthoc-attribution-beside",
+        {**FULL_SET, "finetune_epochs": 0, **DECODER},
     ),
 )
 SHORT = {  # column and row names of the "What is left" table
@@ -125,6 +131,7 @@ SHORT = {  # column and row names of the "What is left" table
     SIDE_STEPS[2][0]: "step 9, mean of seeds 0-2",
     SIDE_STEPS[3][0]: "step 9 + fine-tuned classifier, mean of seeds 0-2",
     SIDE_STEPS[4][0]: "step 6, ARL weight 0.9",
+    SIDE_STEPS[5][0]: "step 6 + adversary",
 }
 DEFAULTS = {
     "sensitivity": "l1",
@@ -233,11 +240,11 @@ def main() -> None:
         print("| paper (Table 1) | | " + " | ".join(f"{ref[(variant, e)]:.3f}" for e in EPS) + " |")
         for index, group in all_rows():
             label, board, own = group[index]
+            if absent(boards, index, group, variant):
+                continue
             if carried(index, variant, group):
                 before = "step" if group is STEPS else "row"
                 print(f"| {label} | as the {before} before (no ARL term) |" + " |" * len(EPS))
-                continue
-            if absent(boards, index, group, variant):
                 continue
             print(table_row(boards, label, board, own, variant))
     print("\n**Share of the gap to the paper closed by each step** (mean accuracy over the")

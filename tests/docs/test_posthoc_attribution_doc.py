@@ -28,10 +28,10 @@ def test_a_step_that_does_not_apply_to_a_variant_carries_the_step_before() -> No
 def test_a_row_beside_the_chain_shows_only_the_variants_its_board_holds() -> None:
     script = doc_script("posthoc_attribution_table")
     boards = [board for _, board, _ in script.SIDE_STEPS]
-    index = boards.index("posthoc-attribution-weight")  # an arl-c-n-only board
+    index = boards.index("posthoc-attribution-beside")  # the ARL weight row, arl-c-n only
     own = script.SIDE_STEPS[index][2]
     params = {**script.DEFAULTS, **script.own_params(own, "arl-c-n"), "variant": "arl-c-n"}
-    rows = {"posthoc-attribution-weight": [{"params": {**params, "eps": 5.0}, "metrics": {}}]}
+    rows = {"posthoc-attribution-beside": [{"params": {**params, "eps": 5.0}, "metrics": {}}]}
     assert not script.absent(rows, index, script.SIDE_STEPS, "arl-c-n")
     assert script.absent(rows, index, script.SIDE_STEPS, "encoder")
     last = len(script.STEPS) - 1  # a chain step with no row still shows, as "not run"
