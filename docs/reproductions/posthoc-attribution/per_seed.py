@@ -22,8 +22,9 @@ METRICS = ("release_rate", "delta_p", "eps_audit_lb")
 
 
 def per_seed_lines(suite: str, store: Path) -> list[str]:
-    """One line per (variant, eps, seed), then the mean over seeds, for the suite's utility
-    jobs at the current code that the store holds."""
+    """One line per (setting, seed), then the setting's mean over seeds, for the suite's
+    utility jobs at the current code that the store holds; a setting is named by the
+    parameters that vary between the stored jobs."""
     planned = api.plan(suite)
     utility = [job for job in planned.jobs if job.attack is None]
     db = ResultStore.read_only(store)
@@ -44,7 +45,7 @@ def per_seed_lines(suite: str, store: Path) -> list[str]:
     )
     for key in sorted(groups, key=lambda k: [_order(json.loads(k).get(v)) for v in varying]):
         group = sorted(groups[key], key=lambda r: r["seed"])
-        setting = " ".join(f"{group[0]['params'][v]}" for v in varying)
+        setting = " ".join(str(group[0]["params"].get(v, "-")) for v in varying)
         for result in group:
             m = result["metrics"]
             acc = m["accuracy"]
