@@ -115,12 +115,12 @@ SIDE_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
         {**CLASSIFIER, "finetune_epochs": 5, "proposal": HAND_SET, **DECODER},
     ),
     (
-        "6 + ARL weight 0.9 in place of 0.995, beside the chain (not private)",
+        "6 + ARL weight 0.9 in place of 0.995, mean of seeds 0, 1 and 2 (not private)",
         "posthoc-attribution-beside",
         {**FULL_SET, "finetune_epochs": 0, "alpha": {"arl-c-n": 0.9}},
     ),
     (
-        "6 + reference-code adversary (bench's classifier), beside the chain (not private)",
+        "6 + reference-code adversary (bench's classifier), mean of seeds 0, 1 and 2 (not private)",
         "posthoc-attribution-beside",
         {**FULL_SET, "finetune_epochs": 0, **DECODER},
     ),
@@ -130,8 +130,8 @@ SHORT = {  # column and row names of the "What is left" table
     SIDE_STEPS[1][0]: "step 6 + classifier, adversary",
     SIDE_STEPS[2][0]: "step 9, mean of seeds 0-2",
     SIDE_STEPS[3][0]: "step 9 + fine-tuned classifier, mean of seeds 0-2",
-    SIDE_STEPS[4][0]: "step 6, ARL weight 0.9",
-    SIDE_STEPS[5][0]: "step 6 + adversary",
+    SIDE_STEPS[4][0]: "step 6, ARL weight 0.9, mean of seeds 0-2",
+    SIDE_STEPS[5][0]: "step 6 + adversary, mean of seeds 0-2",
 }
 DEFAULTS = {
     "sensitivity": "l1",
