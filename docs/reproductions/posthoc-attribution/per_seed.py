@@ -16,6 +16,7 @@ from typing import Any
 
 from bench import api
 from bench.hashing import canonical_json
+from bench.report.labels import varying_params
 from bench.store import ResultStore
 
 METRICS = ("release_rate", "delta_p", "eps_audit_lb")
@@ -35,9 +36,7 @@ def per_seed_lines(suite: str, store: Path) -> list[str]:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for result in results:  # a board row: every parameter but the seed
         groups[canonical_json(result["params"])].append(result)
-    varying = sorted(
-        {k for r in results for k in r["params"] if r["params"][k] != results[0]["params"][k]}
-    )
+    varying = sorted(set().union(*varying_params([("", r["params"]) for r in results]).values()))
     lines = [f"# {suite}: {len(results)} of {len(utility)} utility jobs stored in {store.name}"]
     lines.append(
         f"# a line: {', '.join(varying) or 'the setting'}; seed; accuracy [95% CI] (the value to"
