@@ -23,12 +23,20 @@ from torch import nn
 
 from attacks.decoders import Decoder, make_decoder
 from attacks.ssim_loss import ssim_per_sample
-from bench.device import to_cpu, to_device
-from bench.errors import MechanismOutputError
-from bench.hashing import seeded_init
-from bench.params import Range
-from bench.protocols import Attack, AttackParams, DataSplit, FitContext, Mechanism, Release, Task
-from bench.registry import register_attack
+from bench.core.device import to_cpu, to_device
+from bench.core.errors import MechanismOutputError
+from bench.core.hashing import seeded_init
+from bench.plugin.params import Range
+from bench.plugin.protocols import (
+    Attack,
+    AttackParams,
+    DataSplit,
+    FitContext,
+    Mechanism,
+    Release,
+    Task,
+)
+from bench.plugin.registry import register_attack
 
 # Training objectives: MSE (the posterior mean, what the MSE columns reward) or MSE plus
 # a weighted 1 - SSIM (what the SSIM columns reward).

@@ -9,10 +9,10 @@ from __future__ import annotations
 import torch
 
 from attacks.optimization import EncoderInversion
-from bench.device import to_cpu, to_device
-from bench.errors import ConfigError
-from bench.protocols import DataSplit, FitContext, Mechanism, Release, Task
-from bench.registry import register_attack
+from bench.core.device import to_cpu, to_device
+from bench.core.errors import ConfigError
+from bench.plugin.protocols import DataSplit, FitContext, Mechanism, Release, Task
+from bench.plugin.registry import register_attack
 
 
 @register_attack

@@ -11,7 +11,7 @@ forces the descent): the encoder is the identity, so `optimization` is least squ
 the release itself as its exact solution, and `map` with Gaussian noise and a Gaussian
 prior is the posterior mode, a linear solve (a Wiener filter). Exact, and no 300 steps.
 
-Devices (bench.device): the descent runs batched on the job's device; the priors are fitted
+Devices (bench.core.device): the descent runs batched on the job's device; the priors are fitted
 and the closed forms solved on the CPU (scikit-learn, float64 Cholesky solves).
 """
 
@@ -24,10 +24,10 @@ from typing import Annotated, Literal
 import torch
 from torch import nn
 
-from bench.device import on_device, randn, to_cpu, to_device
-from bench.errors import ConfigError
-from bench.params import Range
-from bench.protocols import (
+from bench.core.device import on_device, randn, to_cpu, to_device
+from bench.core.errors import ConfigError
+from bench.plugin.params import Range
+from bench.plugin.protocols import (
     Attack,
     AttackParams,
     DataSplit,
@@ -37,7 +37,7 @@ from bench.protocols import (
     Release,
     Task,
 )
-from bench.registry import register_attack
+from bench.plugin.registry import register_attack
 
 # Covariance shrinkage chosen from the data (both shrink toward mu I, mu = trace / p) or
 # fixed (toward the diagonal, by `fixed_shrinkage`).

@@ -41,7 +41,7 @@ for them.
 The attack uses the release, the encoder, the noise model and aux data only. It never calls
 the mechanism's `release` (no noise draw, not even on aux) and never sees the inputs.
 
-Devices (bench.device): the VAE is initialised on the CPU, then trained and searched with on
+Devices (bench.core.device): the VAE is initialised on the CPU, then trained and searched with on
 the job's device; restarts are drawn on the CPU, so they are the same on every device.
 """
 
@@ -55,10 +55,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from bench.device import on_device, randn, to_cpu, to_device
-from bench.errors import ConfigError
-from bench.hashing import derive_seed, seeded_init, source_digest, tensor_digest
-from bench.protocols import (
+from bench.core.device import on_device, randn, to_cpu, to_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import derive_seed, seeded_init, source_digest, tensor_digest
+from bench.plugin.protocols import (
     Attack,
     AttackParams,
     DataSplit,
@@ -68,7 +68,7 @@ from bench.protocols import (
     Release,
     Task,
 )
-from bench.registry import register_attack
+from bench.plugin.registry import register_attack
 
 # The VAE gets at least this many gradient updates, whatever the aux size. Otherwise
 # `vae_epochs` passes over a tiny aux set (the faces task's 40 images) would be a handful.

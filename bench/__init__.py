@@ -1,7 +1,7 @@
 """bench: benchmark and attack-evaluation suite for inference-time privacy mechanisms.
 
-The public API is deliberately small: bench.mechanisms_base (the protocols, the input-space
-base, the registration decorators), bench.accounting (noise calibration), bench.hooks (what
+The public API is deliberately small: bench.plugin (the protocols, the input-space
+base, the registration decorators), bench.plugin.accounting (noise calibration), bench.plugin.hooks (what
 a mechanism family adds: its audit, board plots, privacy level) and bench.api (plan, run,
 publish; `run_suite` does all three).
 
@@ -25,9 +25,9 @@ Architecture of the run-time, in the order a run goes through it:
 
 from __future__ import annotations
 
-from bench.cpu_math import pin_cpu_math
+from bench.core.cpu_math import pin_cpu_math
 
 __version__ = "0.1.0"
 
-# Before any job computes: one vector ISA for CPU arithmetic on every host (bench.cpu_math).
+# Before any job computes: one vector ISA for CPU arithmetic on every host (bench.core.cpu_math).
 pin_cpu_math()

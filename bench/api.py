@@ -16,31 +16,32 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench import __version__, waivers
+from bench import __version__
+from bench.core.device import jobs_device
+from bench.core.errors import ConfigError, JobsFailedError, UnknownNameError
+from bench.core.hashing import digest, files_digest
 from bench.data.locations import cache_dir
-from bench.device import jobs_device
-from bench.errors import ConfigError, JobsFailedError, UnknownNameError
-from bench.executors import Executor
-from bench.hashing import digest, files_digest
-from bench.jobs import Job, expand
-from bench.registry import MECHANISMS
-from bench.report.html import report_digest
-from bench.report.labels import setting_order, short_setting, varying_params
-from bench.report.markdown import SentenceExample
-from bench.report.provenance import attach_environment, attach_provenance
-from bench.report.row import Row
-from bench.report.rows import build_rows
-from bench.report.write import (
+from bench.plugin.checks import waivers
+from bench.plugin.checks.waivers import attach_expected_failures, waivers_of
+from bench.plugin.registry import MECHANISMS
+from bench.report.board.html import report_digest
+from bench.report.board.labels import setting_order, short_setting, varying_params
+from bench.report.board.markdown import SentenceExample
+from bench.report.board.provenance import attach_environment, attach_provenance
+from bench.report.board.row import Row
+from bench.report.board.rows import build_rows
+from bench.report.board.write import (
     declared_utility_metrics,
     leaderboard_is_current,
     shows_inputs,
     write_leaderboard,
 )
-from bench.runner import FailedJob, RunSummary, run_jobs
-from bench.store import ResultStore
-from bench.store_guard import open_store
-from bench.suite import Suite, SuiteSource, load_suite, make_task, selects
-from bench.waivers import attach_expected_failures, waivers_of
+from bench.run.executors import Executor
+from bench.run.plan import Job, expand
+from bench.run.runner import FailedJob, RunSummary, run_jobs
+from bench.store.guard import open_store
+from bench.store.results import ResultStore
+from bench.suite.read import Suite, SuiteSource, load_suite, make_task, selects
 
 
 def expand_suite(
@@ -52,7 +53,7 @@ def expand_suite(
 ) -> tuple[Suite, list[Job]]:
     """Load and validate a suite, and list all its jobs, on `device` (else the suite's
     `device` key, else the CPU); with `check_device`, a device this machine lacks is a
-    one-line DeviceError (bench.device.jobs_device)."""
+    one-line DeviceError (bench.core.device.jobs_device)."""
     suite = load_suite(name_or_path)
     where = "--device" if device is not None else f"{suite.source}: 'device'"
     on = jobs_device(device or suite.device, check=check_device, where=where)
@@ -128,7 +129,7 @@ def board_inputs(suite: Suite, jobs: list[Job], store: ResultStore) -> str:
     device its provenance records, when the store wrote it (a store's results under a hash
     never change; another store's differ in these times), the mechanisms' paper links and
     waived checks, and the code that turns results into files (bench.report, this module,
-    bench.waivers). Equal digests mean byte-identical files."""
+    bench.plugin.checks.waivers). Equal digests mean byte-identical files."""
     hashes = sorted({j.hash for j in jobs})
     mechanisms = sorted({j.mechanism for j in jobs})
     return digest(
@@ -258,7 +259,7 @@ def run(
     on_failure: Callable[[FailedJob], None] | None = None,
     max_failures: int | None = None,
 ) -> RunSummary:
-    """Run the plan's selected jobs that `store` lacks (bench.runner.run_jobs)."""
+    """Run the plan's selected jobs that `store` lacks (bench.run.runner.run_jobs)."""
     return run_jobs(
         planned.selected,
         store,
@@ -300,7 +301,7 @@ def run_suite(
     progress: bool = False,
     device: str | None = None,
 ) -> tuple[RunSummary, list[Path]]:
-    """Plan, run and publish a suite on `device` (bench.device; default: the suite's, else
+    """Plan, run and publish a suite on `device` (bench.core.device; default: the suite's, else
     the CPU). JobsFailedError when a job raised: the other jobs are stored, and running it
     again runs only the failed ones (their tracebacks: `ResultStore.failures`)."""
     planned = plan(name_or_path, seeds=seeds, device=device)

@@ -14,14 +14,14 @@ import pytest
 import torch
 from filelock import FileLock
 
-from bench.jobs import Job
+from bench.run.plan import Job
 
 # Nothing downloads at run time: the text tasks' Hugging Face loaders must work offline.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = [sys.executable, "-m", "bench.cli"]
+BENCH = [sys.executable, "-m", "bench.cli.app"]
 
 TINY_SUITE = """
 name = "tiny"
@@ -58,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Under pytest-xdist, each worker gets its share of the cores as torch's intra-op
     threads: two workers of two threads each on 2 cores spend much of their time in
     OpenMP barriers, waiting for a thread the other worker holds. (Jobs a test runs
-    through the CLI pin their own threads, bench.threads.)"""
+    through the CLI pin their own threads, bench.core.threads.)"""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
@@ -115,7 +115,7 @@ def cli_here(
     gives them; in `cwd` when given), for checks of what the CLI says that need no fresh
     interpreter: it saves the interpreter's start (about 4 s, importing torch). An
     exception the CLI does not turn into an exit propagates and fails the test."""
-    from bench.cli import main
+    from bench.cli.app import main
 
     if cwd is not None:
         monkeypatch.chdir(cwd)

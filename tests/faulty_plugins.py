@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from bench.hashing import derive_seed
-from bench.protocols import Attack, DataSplit, FitContext, Mechanism, Release, Splits, Task
+from bench.core.hashing import derive_seed
+from bench.plugin.protocols import Attack, DataSplit, FitContext, Mechanism, Release, Splits, Task
 from mechanisms.noise.identity import Identity
 
 FAULTS_ENV = "BENCH_TEST_FAULTS"

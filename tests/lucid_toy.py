@@ -8,7 +8,7 @@ import math
 import torch
 
 from bench.certify.idp.bound import Layer, dense_layers
-from bench.protocols import DataSplit
+from bench.plugin.protocols import DataSplit
 from bench.tasks.tabular import tabular_model
 from mechanisms.label_only.leave_one_out import LooRecipe, leave_one_out, stacked_logits
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from bench.protocols import Guarantee
+from bench.plugin.protocols import Guarantee
 from mechanisms.label_only.lucid import LeaveOneOutAccess
 
 

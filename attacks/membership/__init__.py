@@ -1,4 +1,4 @@
-"""Membership-inference attacks for label-only access (bench.membership runs them).
+"""Membership-inference attacks for label-only access (bench.run.kinds.membership runs them).
 
 - `mia-gap` (gap.py): member iff the served label is right (Yeom et al. 2018).
 - `mia-boundary` (boundary.py): how robust the served label is to perturbations of the

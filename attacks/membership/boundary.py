@@ -11,9 +11,9 @@ from typing import Annotated
 import torch
 
 from attacks.membership.perturb import with_perturbations
-from bench.membership import LabelAccess, MembershipAttack
-from bench.params import Range
-from bench.registry import register_attack
+from bench.plugin.params import Range
+from bench.plugin.registry import register_attack
+from bench.run.kinds.membership import LabelAccess, MembershipAttack
 
 
 @register_attack

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from bench.membership import LabelAccess, MembershipAttack
-from bench.registry import register_attack
+from bench.plugin.registry import register_attack
+from bench.run.kinds.membership import LabelAccess, MembershipAttack
 
 
 @register_attack

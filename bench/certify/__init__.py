@@ -15,11 +15,11 @@
   its own mechanisms' randomised tests, which lives in the family's folder, e.g.
   mechanisms/posthoc/audit.py, mechanisms/label_only/audit.py).
 - `accounting.py`: the noise calibrations (Laplace, classic and analytic Gaussian), public
-  as bench.accounting.
+  as bench.plugin.accounting.
 
 Architecture: mechanisms calibrate against these modules, and the audit tests what they
 claim; nothing here imports a mechanism. A family's own audit is registered by the family
-(bench.hooks.register_audit), so the audit package never recognises a mechanism by name.
+(bench.plugin.hooks.register_audit), so the audit package never recognises a mechanism by name.
 
 A new certificate goes in the subpackage of the quantity it bounds, with a test that checks
 it against brute force or a closed form on a small case.

@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 from scipy import sparse
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 Sense = Literal["max", "min"]
 Status = Literal[

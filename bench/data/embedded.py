@@ -13,15 +13,15 @@ from pathlib import Path
 
 from bench.data.locations import data_dir
 
-# The data file names live with their loaders (bench.tasks.sources, which imports numpy):
+# The data file names live with their loaders (bench.data.readers, which imports numpy):
 # read from there when first used, so that listing suites imports no numpy.
 _FROM_SOURCES = frozenset({"FMNIST_DEFAULT_ROOT", "IDX_STEMS", "ROTTEN_TOMATOES_FILE"})
 
 
 def __getattr__(name: str) -> object:
-    """The data file names of `_FROM_SOURCES`, from bench.tasks.sources on first use."""
+    """The data file names of `_FROM_SOURCES`, from bench.data.readers on first use."""
     if name in _FROM_SOURCES:
-        from bench.tasks import sources
+        from bench.data import readers as sources
 
         return getattr(sources, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -89,7 +89,7 @@ def installed_version(distribution: str) -> str | None:
 
 def fmnist_complete(directory: Path) -> bool:
     """True when `directory` holds the four Fashion-MNIST IDX files (raw or .gz)."""
-    from bench.tasks.sources import IDX_STEMS
+    from bench.data.readers import IDX_STEMS
 
     return all(
         (directory / f"{stem}.gz").is_file() or (directory / stem).is_file() for stem in IDX_STEMS
@@ -99,7 +99,7 @@ def fmnist_complete(directory: Path) -> bool:
 def fmnist_location() -> Path | None:
     """Where Fashion-MNIST is found: $BENCH_FMNIST_ROOT (or its FashionMNIST/raw/), else
     the Debian package's directory; None when neither is complete."""
-    from bench.tasks.sources import FMNIST_DEFAULT_ROOT
+    from bench.data.readers import FMNIST_DEFAULT_ROOT
 
     override = os.environ.get("BENCH_FMNIST_ROOT")
     candidates = [Path(override), Path(override) / "FashionMNIST" / "raw"] if override else []
@@ -109,7 +109,7 @@ def fmnist_location() -> Path | None:
 
 def rotten_tomatoes_target() -> Path:
     """Where the snippets file lives in the data directory."""
-    from bench.tasks.sources import ROTTEN_TOMATOES_FILE
+    from bench.data.readers import ROTTEN_TOMATOES_FILE
 
     return data_dir() / "rotten_tomatoes" / ROTTEN_TOMATOES_FILE
 

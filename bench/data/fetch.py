@@ -18,6 +18,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.core.errors import BenchError
+from bench.core.fsutil import atomic_write
 from bench.data.embedded import (
     ITEMS,
     ROTTEN_TOMATOES_RECORDS,
@@ -33,9 +35,7 @@ from bench.data.embedded import (
     rotten_tomatoes_target,
     where,
 )
-from bench.errors import BenchError
-from bench.fsutil import atomic_write
-from bench.tasks.sources import ROTTEN_TOMATOES_FILE
+from bench.data.readers import ROTTEN_TOMATOES_FILE
 
 Runner = Callable[[list[str], Path], bool]  # (command, log file) -> succeeded
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 import numpy as np
 
-from bench.errors import ConfigError, UnknownNameError
+from bench.core.errors import ConfigError, UnknownNameError
 
 Better = Literal["higher", "lower"]
 Kind = Literal["utility", "privacy", "bound", "cost", "reference"]
@@ -114,7 +114,7 @@ _REFERENCE = (
     ),
 )
 
-# Accelerator jobs only (bench.device): whether torch ran an op without a deterministic
+# Accelerator jobs only (bench.core.device): whether torch ran an op without a deterministic
 # kernel, so the row's numbers may move between reruns; `bench compare` then applies its
 # tolerance instead of exact equality. CPU jobs never report it (they are deterministic).
 NONDETERMINISTIC_OPS = MetricSpec(

@@ -22,8 +22,8 @@ environment), reproduction (paper reference tables against the rows), verdicts (
 reproduction judges by). No module here names a mechanism family: a family's plots live in
 its own package (e.g. mechanisms/dfil/plots.py).
 
-The package sits below the CLI and the validation code: nothing here imports bench.cli,
-bench.api, bench.runner, bench.validation or bench.testing (tests/repo/test_import_graph.py).
+The package sits below the CLI and the validation code: nothing here imports bench.cli.app,
+bench.api, bench.run.runner, bench.plugin.checks.validation or bench.plugin.checks (tests/repo/test_import_graph.py).
 To add an output format: a module with a function from rows to text or bytes, called
 from write.write_leaderboard, with a test that a rerun writes it byte for byte again.
 """

@@ -1,1 +1,1 @@
-"""Tasks: datasets with fixed splits, utility models, data ranges (see bench.protocols.Task)."""
+"""Tasks: datasets with fixed splits, utility models, data ranges (see bench.plugin.protocols.Task)."""

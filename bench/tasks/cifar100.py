@@ -9,10 +9,10 @@ import os
 from functools import cache
 from pathlib import Path
 
-from bench.errors import DataMissingError
-from bench.protocols import Splits
-from bench.registry import register_task
-from bench.tasks import sources
+from bench.core.errors import DataMissingError
+from bench.data import readers as sources
+from bench.plugin.protocols import Splits
+from bench.plugin.registry import register_task
 from bench.tasks.images import ImageTask, _carve_aux
 
 CIFAR100_FILES = ("train", "test")

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from bench.device import on_device, to_device
-from bench.protocols import FitContext
+from bench.core.device import on_device, to_device
+from bench.plugin.protocols import FitContext
 from bench.tasks.sized import SizedTask
 
 ENCODE_BATCH = 256

@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.errors import ConfigError, DataMissingError
-from bench.protocols import DataSplit, Splits, Task
-from bench.registry import register_task
+from bench.core.errors import ConfigError, DataMissingError
+from bench.plugin.protocols import DataSplit, Splits, Task
+from bench.plugin.registry import register_task
 from bench.tasks.models import small_cnn
 
 SPLIT_SEED = 20260105

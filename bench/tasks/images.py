@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.errors import ConfigError, DataMissingError
-from bench.protocols import DataSplit, Splits
-from bench.registry import register_task
-from bench.tasks import sources
+from bench.core.errors import ConfigError, DataMissingError
+from bench.data import readers as sources
+from bench.plugin.protocols import DataSplit, Splits
+from bench.plugin.registry import register_task
 from bench.tasks.models import small_cnn
 from bench.tasks.sized import SizedTask
 

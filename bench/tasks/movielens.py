@@ -19,13 +19,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.errors import ConfigError
-from bench.hashing import files_digest, seeded_init
-from bench.protocols import DataSplit, FitContext, Splits
-from bench.registry import register_task
-from bench.tasks import sources
+from bench.core.errors import ConfigError
+from bench.core.hashing import files_digest, seeded_init
+from bench.data import readers as sources
+from bench.plugin.protocols import DataSplit, FitContext, Splits
+from bench.plugin.registry import register_task
+from bench.plugin.training import train_classifier
 from bench.tasks.discrete import DiscreteTask, EmbeddingSplit, TwoClassScores
-from bench.training import train_classifier
 
 SPLIT_SEED = 20260108
 TEST_FRACTION = 0.1

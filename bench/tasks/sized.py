@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.errors import ConfigError
-from bench.protocols import Splits, Task
+from bench.core.errors import ConfigError
+from bench.plugin.protocols import Splits, Task
 
 
 class SizedTask(Task):

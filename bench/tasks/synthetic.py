@@ -10,9 +10,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from bench.errors import ConfigError
-from bench.protocols import DataSplit, Splits
-from bench.registry import register_task
+from bench.core.errors import ConfigError
+from bench.plugin.protocols import DataSplit, Splits
+from bench.plugin.registry import register_task
 from bench.tasks.sized import SizedTask
 
 SPLIT_SEED = 20260102  # fixed draw: the job seed never changes the data

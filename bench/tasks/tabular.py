@@ -31,10 +31,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from bench.errors import ConfigError
-from bench.protocols import DataSplit, Splits, Task
-from bench.registry import register_task
-from bench.tasks import tabular_sources as src
+from bench.core.errors import ConfigError
+from bench.data import tabular_readers as src
+from bench.plugin.protocols import DataSplit, Splits, Task
+from bench.plugin.registry import register_task
 
 SPLIT_SEED = 20260103
 AUX_FRACTION = 0.1

@@ -25,12 +25,13 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from bench.device import to_device
-from bench.errors import ConfigError
-from bench.hashing import files_digest, seeded_init
-from bench.protocols import DataSplit, FitContext, Splits
-from bench.registry import register_task
-from bench.tasks import sources
+from bench.core.device import to_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import files_digest, seeded_init
+from bench.data import readers as sources
+from bench.plugin.protocols import DataSplit, FitContext, Splits
+from bench.plugin.registry import register_task
+from bench.plugin.training import train_classifier
 from bench.tasks.discrete import ENCODE_BATCH, DiscreteTask, EmbeddingSplit
 from bench.tasks.transformer_split import (
     EMBEDDED,
@@ -41,7 +42,6 @@ from bench.tasks.transformer_split import (
     load_backbone,
     word_table,
 )
-from bench.training import train_classifier
 
 SPLIT_SEED = 20260108
 RT_TEST, RT_AUX, GLUE_AUX = 1000, 1000, 5000

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from bench.errors import ConfigError, DataMissingError
+from bench.core.errors import ConfigError, DataMissingError
 
 SPLITS = {"early": 0, "middle": 2, "late": 4}  # the last block on the client (dFIL paper)
 EMBEDDED = "minilm"

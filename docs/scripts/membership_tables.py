@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.report.load import load_leaderboard
+from bench.report.board.load import load_leaderboard
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "lucid.md"

@@ -1,6 +1,6 @@
 """The attribution ("waterfall") table of docs/posthoc.md, from the committed boards of the
 posthoc-attribution suites (subset, checkpoint, the chain's steps 5-7, classifier,
-adversary, seeds, beside) and the paper's Table 1 cells in bench/reference/posthoc.toml:
+adversary, seeds, beside) and the paper's Table 1 cells in bench/report/reproduce/reference/posthoc.toml:
 accuracy [95% CI] of each cumulative step per obfuscator and eps, DeltaP per step, and each
 step's share of the gap to the paper at eps 5 and 10. It prints the table, or with --write
 puts it in docs/posthoc.md between `<!-- attribution-table:begin -->` and
@@ -185,7 +185,7 @@ def absent(boards: dict[str, list[dict[str, Any]]], index: int, group: tuple, va
 
 
 def paper() -> dict[tuple[str, float], float]:
-    cells = tomllib.loads((ROOT / "bench/reference/posthoc.toml").read_text())["cell"]
+    cells = tomllib.loads((ROOT / "bench/report/reproduce/reference/posthoc.toml").read_text())["cell"]
     return {
         (c["params"]["variant"], float(c["params"]["eps"])): float(c["value"])
         for c in cells

@@ -95,7 +95,7 @@ def run(args: list[str], cwd: Path, cache: Path) -> str:
 
 
 def bench(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bench.cli", *args]
+    return [sys.executable, "-m", "bench.cli.app", *args]
 
 
 def render_validate(stdout: str) -> str:
@@ -132,7 +132,7 @@ def replace_block(doc: str, name: str, body: str) -> str:
 
 def regenerate(doc_path: Path, only: set[str] | None = None) -> None:
     """Run the walkthrough's commands and rewrite the page's output blocks."""
-    from bench.testing import CHECKS
+    from bench.plugin.checks import CHECKS
 
     doc = doc_path.read_text()
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,7 +17,7 @@ by Gaussian JVP probes (E_v[(J_f v)(J_f v)^T] = J_f J_f^T, Hutchinson 1990). Eve
 recalibrates sigma = sqrt(target Tr(W G W^T) / d) (the dFIL calibration, dFIL paper Eqs.
 4-5) for the current W, with its gradient, so the encoder sees the noise its Jacobian buys.
 The served sigma is NOT this one: `dfil` recalibrates on the final encoder with exact traces.
-Everything runs on the device of the base split (the job's, bench.device).
+Everything runs on the device of the base split (the job's, bench.core.device).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import torch
 from torch import nn
 from torch.func import jvp
 
-from bench.device import randn, to_device
-from bench.errors import ConfigError
-from bench.hashing import files_digest, seeded_init, tensor_digest
-from bench.protocols import DataSplit, FitContext, Task
+from bench.core.device import randn, to_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import files_digest, seeded_init, tensor_digest
+from bench.plugin.protocols import DataSplit, FitContext, Task
 from bench.tasks.discrete import ENCODE_BATCH, EmbeddingSplit
 
 HIDDEN = 64  # width of the server's decompression layer

@@ -26,12 +26,12 @@ from typing import Any, Literal
 
 import torch
 
-from bench.accounting import analytic_gaussian_eps
 from bench.certify.fisher.bounds import cramer_rao_bound, rdp_eps_for_bound, rdp_mse_bound
 from bench.certify.fisher.trace import sigma_for_target
-from bench.errors import ConfigError
-from bench.protocols import FitContext, Guarantee, Splits, Task
-from bench.registry import register_mechanism
+from bench.core.errors import ConfigError
+from bench.plugin.accounting import analytic_gaussian_eps
+from bench.plugin.protocols import FitContext, Guarantee, Splits, Task
+from bench.plugin.registry import register_mechanism
 from mechanisms.dfil.split import FisherSplitMechanism, check_number
 
 

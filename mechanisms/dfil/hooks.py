@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.hooks import BoardPlot, PrivacyLevel, register_board_plot, register_privacy_level
+from bench.plugin.hooks import BoardPlot, PrivacyLevel, register_board_plot, register_privacy_level
 
 
 def _dfil_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:

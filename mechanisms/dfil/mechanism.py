@@ -23,9 +23,9 @@ from typing import Any
 import torch
 
 from bench.certify.fisher.trace import sigma_for_target
-from bench.errors import ConfigError
-from bench.protocols import FitContext, Guarantee, Splits, Task
-from bench.registry import register_mechanism
+from bench.core.errors import ConfigError
+from bench.plugin.protocols import FitContext, Guarantee, Splits, Task
+from bench.plugin.registry import register_mechanism
 from bench.tasks.discrete import EmbeddingSplit
 from mechanisms.dfil.compression import CompressionTraining, compressed_split
 from mechanisms.dfil.smooth_nets import SplitModel

@@ -3,7 +3,7 @@ Invertibility of Privacy-Preserving Instance Encoding using Fisher Information",
 and 3): one PNG per task of a leaderboard, one panel per mechanism configuration swept over
 `inv_dfil` (e.g. dfil split early / late, with and without optimisations, dp-encoder).
 
-Reads leaderboard rows only (bench.report.rows.build_rows or leaderboard.json "rows"): an
+Reads leaderboard rows only (bench.report.board.rows.build_rows or leaderboard.json "rows"): an
 attack row's `mse` (with its CI), and its `bound_mse` (Cramer-Rao on `optimization` rows, van
 Trees on the others, as bench.certify.fisher.bounds and mechanisms.dfil.mechanism define them).
 """
@@ -14,9 +14,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE
-from bench.report.plots import panel_figure, values_and_errors, varying_text, write_task_plots
+from bench.core.hashing import canonical_json
+from bench.report.board.labels import WORST_CASE
+from bench.report.board.plots import panel_figure, values_and_errors, varying_text, write_task_plots
 
 SWEEP = "inv_dfil"
 UNBIASED = "optimization"

@@ -20,7 +20,7 @@ from typing import Literal, get_args
 import torch
 from torch import nn
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.tasks.models import Normalize
 
 Split = Literal["early", "middle", "late"]

@@ -30,12 +30,12 @@ from bench.certify.fisher.score_matching import (
     gaussian_prior_term,
 )
 from bench.certify.fisher.trace import jacobian_trace, jacobian_trace_estimate
-from bench.codeversion import code_digest
-from bench.device import to_cpu, to_device
-from bench.errors import ConfigError
-from bench.hashing import seeded_init, tensor_digest
+from bench.core.codeversion import code_digest
+from bench.core.device import to_cpu, to_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import seeded_init, tensor_digest
 from bench.metrics import MetricResult
-from bench.protocols import (
+from bench.plugin.protocols import (
     Attack,
     FitContext,
     Mechanism,
@@ -44,8 +44,8 @@ from bench.protocols import (
     Splits,
     Task,
 )
+from bench.plugin.training import predict_scores, utility_model
 from bench.tasks.discrete import EmbeddingSplit
-from bench.training import predict_scores, utility_model
 from mechanisms.dfil.smooth_nets import Arch, Split, SplitModel, projection_model, split_model
 from mechanisms.dfil.training import SplitTraining, train_split
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from bench.hashing import files_digest
-from bench.protocols import DataSplit, FitContext, NoiseModel, Task
+from bench.core.hashing import files_digest
+from bench.plugin.protocols import DataSplit, FitContext, NoiseModel, Task
+from bench.plugin.training import train_classifier
 from bench.tasks.discrete import EmbeddingSplit
-from bench.training import train_classifier
 
 
 def noise_tuned_server(

@@ -24,8 +24,8 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from bench.certify.fisher.trace import hutchinson_trace
-from bench.device import module_device, randn, to_device
-from bench.protocols import DataSplit
+from bench.core.device import module_device, randn, to_device
+from bench.plugin.protocols import DataSplit
 from mechanisms.dfil.smooth_nets import SplitModel
 
 

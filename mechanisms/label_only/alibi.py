@@ -25,12 +25,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.codeversion import code_digest
-from bench.device import CPU, module_device, to_cpu, to_device
-from bench.errors import ConfigError
-from bench.hashing import derive_seed, seeded_init
-from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
-from bench.registry import register_mechanism
+from bench.core.codeversion import code_digest
+from bench.core.device import CPU, module_device, to_cpu, to_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import derive_seed, seeded_init
+from bench.plugin.protocols import DataSplit, FitContext, Guarantee, Splits, Task
+from bench.plugin.registry import register_mechanism
 from mechanisms.label_only import tuning
 from mechanisms.label_only.base import LabelOnlyMechanism
 from mechanisms.label_only.dp_sgd import BATCH, LR

@@ -39,8 +39,8 @@ from bench.certify.audit.result import (
     draw_counter,
     result_builder,
 )
-from bench.device import to_cpu, to_device
-from bench.protocols import Mechanism, Task
+from bench.core.device import to_cpu, to_device
+from bench.plugin.protocols import Mechanism, Task
 from mechanisms.label_only.leave_one_out import StackMember
 
 # Draws per side the planner tries: keep rates are not tail events, so fewer than core.py's.

@@ -34,9 +34,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.certify.idp.bound import Groups
-from bench.device import to_cpu, to_device
-from bench.hashing import derive_seed
-from bench.protocols import DataSplit, FitContext, Guarantee, Mechanism, Release, Task
+from bench.core.device import to_cpu, to_device
+from bench.core.hashing import derive_seed
+from bench.plugin.protocols import DataSplit, FitContext, Guarantee, Mechanism, Release, Task
 from mechanisms.label_only.tuning import Choice, choose, tuning_params
 
 # Trains a network on a split with (lr, epochs, seed): what the tuning grid evaluates.

@@ -6,7 +6,7 @@ et al. 2017), and label queries are post-processing of the trained network.
 The noise multiplier is the smallest that Opacus's RDP accountant certifies for the target
 eps at the run's sampling rate and epochs (its binary search, `make_private_with_epsilon`),
 with per-sample clipping to `max_grad_norm`. eps = 0 is impossible for DP training.
-Training runs on the job's device (bench.device); Opacus then draws its noise from that
+Training runs on the job's device (bench.core.device); Opacus then draws its noise from that
 device's global generator, seeded per network.
 """
 
@@ -18,12 +18,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.codeversion import code_digest
-from bench.device import CPU, forked_rng, to_device
-from bench.errors import ConfigError
-from bench.hashing import seeded_init
-from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
-from bench.registry import register_mechanism
+from bench.core.codeversion import code_digest
+from bench.core.device import CPU, forked_rng, to_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import seeded_init
+from bench.plugin.protocols import DataSplit, FitContext, Guarantee, Splits, Task
+from bench.plugin.registry import register_mechanism
 from mechanisms.label_only import tuning
 from mechanisms.label_only.base import LabelOnlyMechanism
 from mechanisms.label_only.tuning import tuning_params

@@ -3,7 +3,7 @@ over the leave-one-out networks (mechanisms.label_only.audit)."""
 
 from __future__ import annotations
 
-from bench.hooks import register_audit
+from bench.plugin.hooks import register_audit
 from mechanisms.label_only.audit import audit_label_only, claims_idp
 from mechanisms.label_only.lucid import LeaveOneOutAccess
 

@@ -11,7 +11,7 @@ tests/mechanisms/label_only/test_leave_one_out.py).
 
 The stacked step is the vectorised path an accelerator pays off on: the initialisation is
 drawn on the CPU (the same on every device), then parameters, masks and data move to the
-device given (bench.device) and every step runs there.
+device given (bench.core.device) and every step runs there.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 from tqdm.auto import tqdm
 
-from bench.device import CPU, on_device, to_device
-from bench.hashing import seeded_init
-from bench.protocols import DataSplit
+from bench.core.device import CPU, on_device, to_device
+from bench.core.hashing import seeded_init
+from bench.plugin.protocols import DataSplit
 
 Params = dict[str, torch.Tensor]
 

@@ -24,13 +24,13 @@ from bench.certify.idp import bound as idp_bound
 from bench.certify.idp import diff as idp_diff
 from bench.certify.idp.bound import decision_bound, dense_layers
 from bench.certify.idp.diff import differential_bound
-from bench.codeversion import code_digest
-from bench.device import to_cpu, to_device
-from bench.errors import ConfigError
-from bench.hashing import derive_seed
+from bench.core.codeversion import code_digest
+from bench.core.device import to_cpu, to_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import derive_seed
 from bench.metrics.stats import summarize
-from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
-from bench.registry import register_mechanism
+from bench.plugin.protocols import DataSplit, FitContext, Guarantee, Splits, Task
+from bench.plugin.registry import register_mechanism
 from mechanisms.label_only import leave_one_out as loo_training
 from mechanisms.label_only import tuning
 from mechanisms.label_only.base import (

@@ -25,9 +25,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from bench.device import module_device, to_cpu, to_device
-from bench.errors import ConfigError
-from bench.protocols import DataSplit, Task
+from bench.core.device import module_device, to_cpu, to_device
+from bench.core.errors import ConfigError
+from bench.plugin.protocols import DataSplit, Task
 
 LEARNING_RATES = (0.1, 0.3, 1.0)
 EPOCH_FRACTIONS = (0.1, 0.3, 1.0)

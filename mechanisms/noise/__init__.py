@@ -9,13 +9,13 @@ Entry points (registered names -> module):
 - `ldp-image`, `gauss-input` (input_noise.py): Laplace / Gaussian noise on the input.
 - `lap-output`, `gauss-output` (output_noise.py): noise on the served model's logits.
 
-Support: bench.accounting (every noise-scale formula, shared with dfil/ and posthoc/),
+Support: bench.plugin.accounting (every noise-scale formula, shared with dfil/ and posthoc/),
 served_models.py (the model an IP mechanism serves, optionally noise-fine-tuned),
 lipschitz_nets.py (1-Lipschitz SLL networks).
 
-To add a sibling: a module here with a class derived from `bench.mechanisms_base.
+To add a sibling: a module here with a class derived from `bench.plugin.
 InputSpaceMechanism` (noise on the input) or `Mechanism`, decorated with
-`@register_mechanism`; put its scale formula in bench/certify/accounting.py with a test
+`@register_mechanism`; put its scale formula in bench/plugin/accounting.py with a test
 against the formula in tests/bench/test_calibration.py, and let `bench validate NAME` audit it.
 """
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from bench.protocols import Guarantee
-from bench.registry import register_mechanism
-from mechanisms.base import InputSpaceMechanism
+from bench.plugin.input_space import InputSpaceMechanism
+from bench.plugin.protocols import Guarantee
+from bench.plugin.registry import register_mechanism
 
 
 @register_mechanism

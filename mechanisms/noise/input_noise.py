@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from bench.accounting import check_privacy_params, gaussian_sigma, laplace_scale
-from bench.errors import ConfigError
-from bench.protocols import FitContext, Guarantee, NoiseModel, Splits, Task
-from bench.registry import register_mechanism
-from mechanisms.base import DISCRETE, InputSpaceMechanism
+from bench.core.errors import ConfigError
+from bench.plugin.accounting import check_privacy_params, gaussian_sigma, laplace_scale
+from bench.plugin.input_space import DISCRETE, InputSpaceMechanism
+from bench.plugin.protocols import FitContext, Guarantee, NoiseModel, Splits, Task
+from bench.plugin.registry import register_mechanism
 from mechanisms.dfil.split_tuning import noise_tuned_server
 from mechanisms.noise.served_models import GaussianIPParams, ServedModel, ip_model
 

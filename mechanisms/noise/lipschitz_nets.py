@@ -32,7 +32,7 @@ from bench.certify.lipschitz.global_bounds import (
     linf_induced_norm,
     spectral_norm,
 )
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.tasks.models import Normalize
 
 

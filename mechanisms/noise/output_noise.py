@@ -13,12 +13,20 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from bench.accounting import check_privacy_params, gaussian_sigma, laplace_scale
 from bench.certify.lipschitz.global_bounds import LipschitzBound, Norm, lipschitz_upper_bound
-from bench.device import to_cpu
-from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
-from bench.registry import register_mechanism
-from bench.training import predict_scores
+from bench.core.device import to_cpu
+from bench.plugin.accounting import check_privacy_params, gaussian_sigma, laplace_scale
+from bench.plugin.protocols import (
+    FitContext,
+    Guarantee,
+    Mechanism,
+    NoiseModel,
+    Release,
+    Splits,
+    Task,
+)
+from bench.plugin.registry import register_mechanism
+from bench.plugin.training import predict_scores
 from mechanisms.noise.served_models import (
     GaussianIPParams,
     ServedModel,

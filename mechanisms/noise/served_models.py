@@ -13,9 +13,9 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from bench.hashing import seeded_init, source_digest
-from bench.protocols import FitContext, NoiseModel, Task
-from bench.training import train_classifier, utility_model
+from bench.core.hashing import seeded_init, source_digest
+from bench.plugin.protocols import FitContext, NoiseModel, Task
+from bench.plugin.training import train_classifier, utility_model
 from mechanisms.noise.lipschitz_nets import sll_network
 
 ServedModel = Literal["cnn", "sll"]  # the task's CNN or the 1-Lipschitz network
@@ -38,7 +38,7 @@ class GaussianIPParams:
 _CODE = (  # the code a served model's artifact depends on (part of its cache recipe)
     __name__,
     "mechanisms.noise.lipschitz_nets",
-    "bench.training",
+    "bench.plugin.training",
     "bench.tasks.models",
 )
 
@@ -89,7 +89,7 @@ def lipschitz_model(task: Task, ctx: FitContext) -> nn.Module:
 
 
 def base_model(task: Task, ctx: FitContext, kind: str) -> nn.Module:
-    """The clean-trained model of `kind`: "cnn" (bench.training.utility_model) or "sll"."""
+    """The clean-trained model of `kind`: "cnn" (bench.plugin.training.utility_model) or "sll"."""
     return utility_model(task, ctx) if kind == "cnn" else lipschitz_model(task, ctx)
 
 

@@ -49,7 +49,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.certify.accounting import laplace_scale
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
 from bench.certify.audit.power import gdp_mu_estimate, plan_at, planned_draws
 from bench.certify.audit.registry import AuditOptions, Claim
@@ -61,8 +60,9 @@ from bench.certify.audit.result import (
     result_builder,
 )
 from bench.certify.audit.thresholds import best_threshold
-from bench.device import host_view
-from bench.protocols import Mechanism, NoiseModel, Task
+from bench.core.device import host_view
+from bench.plugin.accounting import laplace_scale
+from bench.plugin.protocols import Mechanism, NoiseModel, Task
 
 DISTANCE = "linf/embedding"
 STEPS = 2  # Theorem 4.4 composes the test and the release, each at eps

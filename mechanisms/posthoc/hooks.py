@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.hooks import BoardPlot, register_audit, register_board_plot
+from bench.plugin.hooks import BoardPlot, register_audit, register_board_plot
 from mechanisms.posthoc.audit import audit_ptr, claims_embedding_distance
 from mechanisms.posthoc.mechanism import PosthocPTR
 

@@ -1,7 +1,7 @@
 """Mechanisms `posthoc-ptr` (modified PTR on an obfuscator) and `ldp-embedding` (Laplace on
 the beta-VAE embedding), after Singh et al. 2023 and its supplement's Table 1.
 
-The networks train and serve on the job's device (bench.device); PTR's certificates (local
+The networks train and serve on the job's device (bench.core.device); PTR's certificates (local
 Lipschitz MILPs, the region certificate, each query's test) are solved on the CPU, from
 CPU copies of the embeddings and weights."""
 
@@ -15,17 +15,25 @@ import numpy as np
 import torch
 from torch import nn
 
-from bench.accounting import check_privacy_params, laplace_scale
 from bench.certify import milp as milp_layer  # a module value: the job hash covers it
 from bench.certify.lipschitz.local import OutNorm, ReluMLP, local_lipschitz
-from bench.codeversion import code_digest
-from bench.device import to_cpu, to_device
-from bench.errors import ConfigError
-from bench.hashing import seeded_init
+from bench.core.codeversion import code_digest
+from bench.core.device import to_cpu, to_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import seeded_init
 from bench.metrics import MetricSpec, register_metric
 from bench.metrics.stats import scalar, summarize
-from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release, Splits, Task
-from bench.registry import register_mechanism
+from bench.plugin.accounting import check_privacy_params, laplace_scale
+from bench.plugin.protocols import (
+    FitContext,
+    Guarantee,
+    Mechanism,
+    NoiseModel,
+    Release,
+    Splits,
+    Task,
+)
+from bench.plugin.registry import register_mechanism
 from mechanisms.posthoc.decisions import (
     as_decisions,
     decide_queries,
@@ -58,7 +66,7 @@ from mechanisms.posthoc.ptr import (
 )
 
 # The certification code a cached DeltaP, region or decision depends on; code_digest
-# (bench.codeversion) follows their project imports (relu.py, patterns.py, ...), so an edit
+# (bench.core.codeversion) follows their project imports (relu.py, patterns.py, ...), so an edit
 # below them re-keys it.
 _CODE = (
     "mechanisms.posthoc.models",

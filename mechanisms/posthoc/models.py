@@ -6,7 +6,7 @@ Table 1): `encoder` (plain), `arl` (adversarial: -alpha MSE_rec + (1 - alpha) CE
 alpha = 0.99, against a proxy decoder trained in alternation), `c` (contrastive, lambda =
 1, margin 25, on the obfuscated output, with gradient), `n` (Gaussian noise sigma = 0.01
 on the obfuscated output while training) and their combinations. Each network is
-initialised on the CPU and trained on the device it is given (bench.device; default the CPU).
+initialised on the CPU and trained on the device it is given (bench.core.device; default the CPU).
 
 Two obfuscator training recipes (`RECIPES`): "bench" (the above, as the paper's text states
 it) and "reference-code", the choices of the paper's public code that its text does not
@@ -46,8 +46,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bench.device import CPU, module_device, rand, randn, to_device
-from bench.errors import ConfigError
+from bench.core.device import CPU, module_device, rand, randn, to_device
+from bench.core.errors import ConfigError
 
 Variant = Literal["encoder", "arl", "c", "n", "arl-c", "arl-n", "c-n", "arl-c-n"]
 VARIANTS: tuple[str, ...] = get_args(Variant)

@@ -16,9 +16,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.hashing import canonical_json
-from bench.report.labels import WORST_CASE, attack_label_of, attack_labels
-from bench.report.plots import panel_figure, values_and_errors, varying_text, write_task_plots
+from bench.core.hashing import canonical_json
+from bench.report.board.labels import WORST_CASE, attack_label_of, attack_labels
+from bench.report.board.plots import panel_figure, values_and_errors, varying_text, write_task_plots
 
 METRIC = "local_lipschitz"
 SWEEP = "alpha"

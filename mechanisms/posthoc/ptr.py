@@ -51,7 +51,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.accounting import check_privacy_params, laplace_scale
 from bench.certify.lipschitz.local import (
     Method,
     OutNorm,
@@ -62,7 +61,8 @@ from bench.certify.lipschitz.local import (
     upper_bound,
 )
 from bench.certify.lipschitz.split import decide_by_splitting
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
+from bench.plugin.accounting import check_privacy_params, laplace_scale
 
 
 def release_scale(delta_p: float, eps: float, radius: float) -> float:

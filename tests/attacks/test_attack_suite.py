@@ -13,12 +13,12 @@ from torch import nn
 from attacks.inverter import InverterAttack
 from attacks.lookup import LookupAttack
 from attacks.optimization import MAPAttack, OptimizationAttack, TVAttack
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.evaluate import attack_metrics
+from bench.core.errors import ConfigError
 from bench.metrics.reconstruction import ssim
-from bench.protocols import DataSplit, FitContext, Guarantee, Mechanism, NoiseModel, Release
-from bench.queries import RepeatedQueries
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import DataSplit, FitContext, Guarantee, Mechanism, NoiseModel, Release
+from bench.run.kinds.reconstruction import attack_metrics
+from bench.run.queries import RepeatedQueries
 from bench.tasks.images import FashionMNIST
 from mechanisms.noise.identity import Identity
 from mechanisms.noise.input_noise import GaussInput

@@ -15,11 +15,11 @@ from sklearn.covariance import OAS
 from attacks.inverter import InverterAttack
 from attacks.optimization import MAPAttack, TVAttack
 from attacks.ssim_loss import ssim_per_sample
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.metrics.reconstruction import ssim
-from bench.protocols import FitContext, Release
-from bench.report.attack_strength import (
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext, Release
+from bench.report.tools.attack_strength import (
     attack_set,
     docs_block,
     replace_docs_block,
@@ -242,7 +242,7 @@ def test_the_docs_block_replaces_itself_or_is_appended() -> None:
 def test_the_page_lists_each_parameter_set_of_an_attack_on_its_own_line() -> None:
     """tv tuned and tv fixed on one setting are two lines of the page's per-attack list,
     not one overwriting the other."""
-    from bench.report.overview import task_overview
+    from bench.report.board.overview import task_overview
 
     rows = [
         _row("tv", {"tune_lambda": False}, 0.25, (0.23, 0.27), 0.10, (0.09, 0.11)),

@@ -16,12 +16,12 @@ from torch import nn
 
 from attacks.optimization import OptimizationAttack
 from attacks.vae_prior import VAR_FLOOR, PriorAttack
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.evaluate import attack_metrics
+from bench.core.errors import ConfigError
 from bench.metrics.reconstruction import ssim
-from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release
-from bench.registry import ATTACKS
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext, Guarantee, Mechanism, NoiseModel, Release
+from bench.plugin.registry import ATTACKS
+from bench.run.kinds.reconstruction import attack_metrics
 from bench.tasks.faces import Faces
 from bench.tasks.images import CIFAR10, FashionMNIST
 from mechanisms.noise.identity import Identity

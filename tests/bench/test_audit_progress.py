@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from bench.audit_progress import AuditProgress, duration
+from bench.certify.audit.progress import AuditProgress, duration
 
 
 def test_the_estimate_comes_from_the_first_timed_batch() -> None:

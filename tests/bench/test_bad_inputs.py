@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 import attacks  # noqa: F401  (registers the attacks)
 import mechanisms  # noqa: F401  (registers the mechanisms)
-from bench.errors import BenchError, SuiteFileError
-from bench.jobs import expand
-from bench.params import ParamSpec
-from bench.registry import ATTACKS, MECHANISMS
-from bench.suite import parse_suite
+from bench.core.errors import BenchError, SuiteFileError
+from bench.plugin.params import ParamSpec
+from bench.plugin.registry import ATTACKS, MECHANISMS
+from bench.run.plan import expand
+from bench.suite.read import parse_suite
 from tests.conftest import TINY_SUITE
 
 
@@ -197,7 +197,7 @@ def test_fuzzed_suites_parse_or_fail_with_one_line(
 
 def _cli(monkeypatch, capsys, *args: str) -> tuple[int, str]:
     """Run `bench ARGS` in-process: (exit code, stderr)."""
-    from bench.cli import main
+    from bench.cli.app import main
 
     monkeypatch.setattr("sys.argv", ["bench", *args])
     with pytest.raises(SystemExit) as done:
@@ -316,7 +316,7 @@ def test_cache_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys) -> None
 
 @pytest.mark.parametrize("damage", ["garbage-build-seconds", "nan-build-seconds", "blob-is-dir"])
 def test_damaged_cache_entry_is_rebuilt(tmp_path, damage: str) -> None:
-    from bench.cache import ArtifactCache
+    from bench.plugin.artifacts import ArtifactCache
 
     cache = ArtifactCache(tmp_path)
     recipe = {"what": "answer"}
@@ -354,14 +354,14 @@ def test_broken_plug_ins_are_one_line(tmp_path, monkeypatch, source, spec, fragm
 
 
 def test_an_existing_bench_store_opens_again(tmp_path) -> None:
-    from bench.store_guard import open_store
+    from bench.store.guard import open_store
 
     open_store(tmp_path / "s.sqlite").close()
     open_store(tmp_path / "s.sqlite").close()  # the guard accepts the schema it created
 
 
 def test_a_plug_in_default_of_another_type_is_left_to_the_plug_in() -> None:
-    from bench.params import resolve
+    from bench.plugin.params import resolve
 
     out = resolve("mechanism p", {"layers": None, "eps": 1.0}, {"layers": [8, 8], "eps": 2})
     assert out == {"layers": [8, 8], "eps": 2.0}
@@ -412,7 +412,7 @@ def test_fuzzed_command_lines_exit_0_or_one_line_2(
 
 
 def test_bare_bench_prints_the_help(monkeypatch, capsys) -> None:
-    from bench.cli import main
+    from bench.cli.app import main
 
     monkeypatch.setattr("sys.argv", ["bench"])
     with pytest.raises(SystemExit):

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import bench.api as api
-from bench.jobs import Job
 from bench.metrics.stats import scalar, summarize
-from bench.store import ResultStore
-from bench.suite import Suite, load_suite
+from bench.run.plan import Job
+from bench.store.results import ResultStore
+from bench.suite.read import Suite, load_suite
 from tests.conftest import stub_job
 
 SUITE = """

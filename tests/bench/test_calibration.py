@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from bench.accounting import (
+from bench.core.errors import ConfigError
+from bench.plugin.accounting import (
     analytic_gaussian_delta,
     analytic_gaussian_eps,
     analytic_gaussian_sigma,
@@ -14,7 +15,6 @@ from bench.accounting import (
     gaussian_sigma,
     laplace_scale,
 )
-from bench.errors import ConfigError
 
 
 def test_laplace_scale_is_sensitivity_over_eps() -> None:

@@ -203,7 +203,7 @@ def test_list_suites_shows_versions_jobs_needs_and_whole_descriptions(monkeypatc
     out = cli_here(monkeypatch, capsys, "list", "suites", cwd=ROOT).stdout
     assert re.search(r"^lucid-adult \(v\d+; \d+ jobs\)$", out, re.MULTILINE)
     assert "ip-cifar10 (v1; no committed board · needs full cifar10 data)" in out
-    from bench.suite import load_suite
+    from bench.suite.read import load_suite
 
     default = load_suite("default").description
     assert " ".join(default.split())[-60:] in " ".join(out.split())  # never cut

@@ -1,4 +1,4 @@
-"""One vector ISA for CPU arithmetic (bench.cpu_math): the caps are set before any job
+"""One vector ISA for CPU arithmetic (bench.core.cpu_math): the caps are set before any job
 computes, reach fresh processes, respect the user's own settings and are recorded."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bench.cpu_math import CAPS, OPT_OUT, caps_apply, pin_cpu_math
+from bench.core.cpu_math import CAPS, OPT_OUT, caps_apply, pin_cpu_math
 
 HOST_HOLDS_CAPS = caps_apply()
 
@@ -27,7 +27,7 @@ def _fresh(code: str, **env: str) -> str:
 @pytest.mark.skipif(not HOST_HOLDS_CAPS, reason="needs an x86_64 CPU with AVX2 and FMA")
 def test_importing_bench_pins_torch_to_avx2_before_any_op():
     probe = (
-        "import torch, bench.store as s, os; torch.ones(3).sum(); "
+        "import torch, bench.store.results as s, os; torch.ones(3).sum(); "
         "print(torch.backends.cpu.get_cpu_capability(), s.machine_info()['cpu_isa'], "
         "os.environ['MKL_CBWR'], os.environ['ONEDNN_MAX_CPU_ISA'])"
     )
@@ -36,9 +36,7 @@ def test_importing_bench_pins_torch_to_avx2_before_any_op():
 
 @pytest.mark.skipif(not HOST_HOLDS_CAPS, reason="needs an x86_64 CPU with AVX2 and FMA")
 def test_opting_out_leaves_the_host_isa_and_says_so():
-    probe = (
-        "import bench.store as s, os; print(s.machine_info()['cpu_isa'], 'MKL_CBWR' in os.environ)"
-    )
+    probe = "import bench.store.results as s, os; print(s.machine_info()['cpu_isa'], 'MKL_CBWR' in os.environ)"
     assert _fresh(probe, **{OPT_OUT: "native"}).endswith("(host) False")
 
 

@@ -1,4 +1,4 @@
-"""Devices (bench.device): no module but bench/device.py names a device; every
+"""Devices (bench.core.device): no module but bench/core/device.py names a device; every
 mechanism and attack runs with a device object handed to it explicitly and gives the numbers
 of the default path; a CPU job keeps its hash, its cache keys and its numbers; CUDA is a
 one-line error where there is none, and the CUDA-only checks run only where there is."""
@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
-from bench.device import (
+from bench.core.device import (
     CPU,
     DeviceRun,
     host_view,
@@ -26,19 +25,20 @@ from bench.device import (
     to_device,
     watch_nondeterminism,
 )
-from bench.errors import DeviceError, SuiteFileError
-from bench.hashing import digest
-from bench.jobs import Job
-from bench.protocols import FitContext, NoiseModel
-from bench.registry import ATTACKS, MECHANISMS
-from bench.suite import parse_suite
+from bench.core.errors import DeviceError, SuiteFileError
+from bench.core.hashing import digest
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext, NoiseModel
+from bench.plugin.registry import ATTACKS, MECHANISMS
+from bench.run.plan import Job
+from bench.suite.read import parse_suite
 from tests.conftest import ROOT, TINY_SUITE, cli_here
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 SCANNED = ("bench", "mechanisms", "attacks", "datasets")
-DEVICE_MODULE = ROOT / "bench" / "device.py"
-# Device back-ends only bench/device.py may touch.
+DEVICE_MODULE = ROOT / "bench" / "core" / "device.py"
+# Device back-ends only bench/core/device.py may touch.
 BACKENDS = (
     "torch.cuda",
     "torch.mps",
@@ -116,7 +116,7 @@ def test_no_module_but_bench_device_fixes_a_device() -> None:
         for path in files
         for line, what in fixed_device_uses(path.read_text(encoding="utf-8"))
     ]
-    assert not offences, "devices are named in bench/device.py only:\n" + "\n".join(offences)
+    assert not offences, "devices are named in bench/core/device.py only:\n" + "\n".join(offences)
 
 
 PLANTED = '''
@@ -243,8 +243,8 @@ def test_cpu_cache_keys_are_unchanged_and_accelerators_get_their_own(tmp_path) -
 
 
 def test_provenance_and_ray_resources_carry_the_device() -> None:
-    from bench.executors import job_resources
-    from bench.report.provenance import provenance_of
+    from bench.report.board.provenance import provenance_of
+    from bench.run.executors import job_resources
 
     assert provenance_of([_job()], "1")["device"] == "cpu"
     assert provenance_of([_job(device="cuda:0")], "1")["device"] == "cuda:0"
@@ -300,7 +300,7 @@ def test_nondeterministic_ops_are_recorded_and_other_warnings_pass() -> None:
 
 
 def test_compare_holds_nondeterministic_rows_to_tolerance() -> None:
-    from bench.report.compare import compare
+    from bench.report.tools.compare import compare
 
     def board(value: float, flag: float) -> dict:
         metrics = {
@@ -433,7 +433,7 @@ def _same_on_both(task, cases, tmp_path, attacks=()) -> None:
 def test_label_only_and_leave_one_out_with_an_explicit_device(tmp_path) -> None:
     """The stacked leave-one-out training, LUCID's bounds (MILPs on CPU copies) and its
     probes, DP-SGD and ALIBI, with a device object that is not the default."""
-    from bench.suite import make_task
+    from bench.suite.read import make_task
 
     task = make_task("credit", {"subsample": 40, "arch": "2x6", "n_test": 60, "train_epochs": 50})
     cases = [
@@ -459,7 +459,7 @@ def test_label_only_and_leave_one_out_with_an_explicit_device(tmp_path) -> None:
 def test_discrete_split_models_with_an_explicit_device(tmp_path) -> None:
     """MovieLens: the task's split model moved (EmbeddingSplit.to), dfil's compression
     bottleneck trained noise-aware on it, gauss-input on the split, and lookup."""
-    from bench.suite import make_task
+    from bench.suite.read import make_task
 
     task = make_task("movielens", {"n_train": 500, "n_aux": 10, "n_test": 12})
     cases = [
@@ -471,7 +471,7 @@ def test_discrete_split_models_with_an_explicit_device(tmp_path) -> None:
 
 def test_posthoc_ptr_with_an_explicit_device(tmp_path) -> None:
     """Posthoc PTR: networks on the device, MILPs and PTR's test on CPU copies."""
-    from bench.suite import make_task
+    from bench.suite.read import make_task
 
     task = make_task("mnist", {"n_train": 300, "n_aux": 50, "n_test": 12}, "<test>")
     tiny = {"vae_epochs": 2, "obf_epochs": 2, "n_calib": 4, "finetune_epochs": 1}
@@ -482,7 +482,7 @@ def test_posthoc_ptr_with_an_explicit_device(tmp_path) -> None:
 @pytest.mark.slow
 def test_a_cpu_job_runs_with_its_device_and_records_no_nondeterminism(tmp_path) -> None:
     from bench.api import expand_suite
-    from bench.evaluate import run_job
+    from bench.run.kinds.reconstruction import run_job
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_SUITE)
@@ -524,7 +524,7 @@ def test_run_with_an_unknown_device_exits_2(tmp_path, monkeypatch, capsys) -> No
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
 def test_cuda_job_is_reproducible_and_flags_nondeterminism(tmp_path) -> None:
     from bench.api import expand_suite
-    from bench.evaluate import run_job
+    from bench.run.kinds.reconstruction import run_job
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_SUITE)

@@ -35,7 +35,7 @@ def test_claim_on_a_full_disk_names_the_disk_error_not_the_rollback(tmp_path: Pa
         f"""
         import sqlite3, resource
         from pathlib import Path
-        from bench.store import ResultStore
+        from bench.store.results import ResultStore
         store = ResultStore(Path({str(tmp_path / "s.sqlite")!r}))
         store._conn.execute("PRAGMA wal_autocheckpoint = 1")  # every commit reaches the file
         size = Path({str(tmp_path / "s.sqlite")!r}).stat().st_size

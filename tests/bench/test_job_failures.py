@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from bench.errors import JobsFailedError
-from bench.evaluate import JobOutcome
-from bench.executors import JobFailure, LocalExecutor, _unwrap, attempt
-from bench.jobs import Job, expand
+from bench.core.errors import JobsFailedError
 from bench.metrics import MetricResult
-from bench.runner import run_jobs
-from bench.store import ResultStore
-from bench.suite import load_suite
+from bench.run.executors import JobFailure, LocalExecutor, _unwrap, attempt
+from bench.run.kinds.reconstruction import JobOutcome
+from bench.run.plan import Job, expand
+from bench.run.runner import run_jobs
+from bench.store.results import ResultStore
+from bench.suite.read import load_suite
 from tests.conftest import BENCH, ROOT, cli_here, run_cli, stub_job, tiny_run_args
 from tests.faulty_plugins import FAULTS_ENV, MARK_ENV
 
@@ -276,7 +276,7 @@ def test_attempt_returns_a_jobs_error_and_lets_ctrl_c_through(monkeypatch) -> No
                 raise RuntimeError("cleanup failed")
         return JobOutcome(METRICS, {"notion": "none"}, 0.1)
 
-    monkeypatch.setattr("bench.executors.run_job", run_job)
+    monkeypatch.setattr("bench.run.executors.run_job", run_job)
     results = list(LocalExecutor(1).run([stub_job(0), stub_job(1)], Path("."), False))
     assert isinstance(results[0][1], JobOutcome)
     failure = results[1][1]

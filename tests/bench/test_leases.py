@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from bench.evaluate import JobOutcome
-from bench.executors import LocalExecutor, RayExecutor, _Pull
-from bench.jobs import Job, expand
 from bench.metrics import MetricResult
-from bench.runner import lease_timeout_s, run_jobs
-from bench.store import ResultStore
-from bench.suite import load_suite
+from bench.run.executors import LocalExecutor, RayExecutor, _Pull
+from bench.run.kinds.reconstruction import JobOutcome
+from bench.run.plan import Job, expand
+from bench.run.runner import lease_timeout_s, run_jobs
+from bench.store.results import ResultStore
+from bench.suite.read import load_suite
 from tests.conftest import start_cli, stub_job
 
 TIMEOUT = 60.0
@@ -177,7 +177,7 @@ def test_the_lease_timeout_comes_from_the_environment(monkeypatch) -> None:
 def test_a_dead_runner_on_this_host_is_taken_over_at_once_a_live_one_is_not(tmp_path) -> None:
     """A lease whose holder ran here and whose process is gone is claimable before its
     timeout (a kill -9'd run, resumed); a live process's, or another host's, is not."""
-    from bench.runner import runner_is_gone
+    from bench.run.runner import runner_is_gone
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # exited and reaped: no process has its pid now (until one reuses it)
@@ -243,7 +243,7 @@ def test_a_runner_waits_for_a_live_runner_and_counts_its_job_as_stored(tmp_path)
 def test_executors_read_a_starved_feed_again_until_it_ends(monkeypatch) -> None:
     """A None from the feed (other runners hold every job left) makes an executor wait and
     ask again, not stop: shown on the in-process executor and on Ray's submit loop."""
-    monkeypatch.setattr("bench.executors.WAIT_S", 0.01)
+    monkeypatch.setattr("bench.run.executors.WAIT_S", 0.01)
     assert list(LocalExecutor(1).run(iter([None, None]), Path("."), False)) == []
     fake = _FakeRay(JobOutcome(METRICS, {"notion": "none"}, 0.1))
     feed = _Pull(iter([stub_job(0), None, None, stub_job(1)]))
@@ -422,7 +422,7 @@ def test_the_feed_starts_every_setting_before_the_second_job_of_any() -> None:
     and a setting's jobs keep their order (its utility job first)."""
     from dataclasses import replace
 
-    from bench.runner import setting_of, spread_settings
+    from bench.run.runner import setting_of, spread_settings
 
     jobs = [
         replace(stub_job(seed, mechanism), attack=attack)

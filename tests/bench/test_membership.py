@@ -12,13 +12,9 @@ import pytest
 import torch
 
 from bench.api import run_suite
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.hashing import canonical_json
-from bench.jobs import expand
-from bench.membership import LabelAccess, attacked_records, claim_of, membership_metrics
-from bench.metrics.stats import scalar
-from bench.mia_metrics import (
+from bench.core.errors import ConfigError
+from bench.core.hashing import canonical_json
+from bench.metrics.membership import (
     auc_ceiling,
     auc_samples,
     ceiling,
@@ -26,12 +22,16 @@ from bench.mia_metrics import (
     placements,
     threshold_at_fpr,
 )
-from bench.protocols import FitContext, Guarantee
-from bench.registry import ATTACKS, MECHANISMS
-from bench.report.load import load_leaderboard
-from bench.report.rows import build_rows
-from bench.report.summary import summary_lines
-from bench.suite import load_suite, make_task
+from bench.metrics.stats import scalar
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext, Guarantee
+from bench.plugin.registry import ATTACKS, MECHANISMS
+from bench.report.board.load import load_leaderboard
+from bench.report.board.rows import build_rows
+from bench.report.board.summary import summary_lines
+from bench.run.kinds.membership import LabelAccess, attacked_records, claim_of, membership_metrics
+from bench.run.plan import expand
+from bench.suite.read import load_suite, make_task
 
 MIA_ATTACKS = ("mia-boundary", "mia-gap", "mia-loo")
 

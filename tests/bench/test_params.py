@@ -1,4 +1,4 @@
-"""Typed component parameters (bench.params): one declaration per component (a `Params`
+"""Typed component parameters (bench.plugin.params): one declaration per component (a `Params`
 dataclass, or a plug-in's `defaults` dict), the resolved dict a job hashes, and the typed
 object the component reads."""
 
@@ -15,13 +15,13 @@ from typer.testing import CliRunner
 
 import attacks  # noqa: F401  (registers the attacks)
 import mechanisms  # noqa: F401  (registers the mechanisms)
-from bench.cli import app
-from bench.errors import ConfigError
-from bench.hashing import canonical_json
-from bench.params import Range, declared_specs, specs_of
-from bench.protocols import Attack, AttackParams, Guarantee, Release
-from bench.registry import ATTACKS, MECHANISMS
-from mechanisms.base import InputSpaceMechanism
+from bench.cli.app import app
+from bench.core.errors import ConfigError
+from bench.core.hashing import canonical_json
+from bench.plugin.input_space import InputSpaceMechanism
+from bench.plugin.params import Range, declared_specs, specs_of
+from bench.plugin.protocols import Attack, AttackParams, Guarantee, Release
+from bench.plugin.registry import ATTACKS, MECHANISMS
 from tests.conftest import ROOT
 
 SNAPSHOT = ROOT / "tests" / "snapshots" / "resolved_defaults.json"

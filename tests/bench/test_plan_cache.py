@@ -1,4 +1,4 @@
-"""The warm-rerun plan (bench.plan_cache): its key moves with every input the job list is
+"""The warm-rerun plan (bench.run.warm): its key moves with every input the job list is
 computed from, a rerun with nothing to do prints what the full run prints without importing
 torch, and any change to the store or the page sends the run the full way."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import plan_cache
-from bench.jobs import expand
-from bench.plan_cache import load_plan, plan_key
-from bench.suite import load_suite
+from bench.run import warm as plan_cache
+from bench.run.plan import expand
+from bench.run.warm import load_plan, plan_key
+from bench.suite.read import load_suite
 from tests.conftest import ROOT, TINY_SUITE, tiny_run_args
 
 SUITE_WITH_PATH = TINY_SUITE.replace('name = "fmnist"', 'name = "fmnist"\ndata_root = "local"', 1)
@@ -80,7 +80,7 @@ def test_no_key_for_a_data_tree_too_large_to_list_or_an_unknown_suite(inputs, mo
 def _bench_in_fresh_python(cwd: Path, *args: str) -> tuple[str, bool]:
     """`bench ARGS` in a fresh interpreter: its stdout, and whether it imported torch."""
     code = (
-        "import sys\nfrom bench.cli import main\n"
+        "import sys\nfrom bench.cli.app import main\n"
         f"sys.argv = ['bench', *{list(args)!r}]\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
         "print('TORCH', 'torch' in sys.modules)\n"

@@ -1,4 +1,4 @@
-"""Dependencies' chatter stays out of bench's output (bench.quiet): HiGHS's banner on
+"""Dependencies' chatter stays out of bench's output (bench.core.quiet): HiGHS's banner on
 standard output, torch's jit deprecation (once per job-running process) and transformers'
 progress bar when the text backbone loads."""
 
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import bench.executors as executors
+import bench.run.executors as executors
 from tests.conftest import ROOT
 
 BANNER = "Running HiGHS"
@@ -27,14 +27,14 @@ def test_highs_banner_is_absorbed_and_output_after_it_kept() -> None:
     pytest.importorskip("highspy")
     build = "import highspy; highspy.Highs(); print('ours')"
     assert BANNER in _python(build).stdout  # what HiGHS prints when nothing absorbs it
-    silence = "from bench.quiet import silence_dependencies; silence_dependencies()"
+    silence = "from bench.core.quiet import silence_dependencies; silence_dependencies()"
     quiet = _python(f"{silence}; {build}")
     assert quiet.stdout == "ours\n"
 
 
 def test_only_torchs_jit_deprecation_is_ignored() -> None:
     warn = (
-        "import warnings; from bench.quiet import silence_dependencies; silence_dependencies();"
+        "import warnings; from bench.core.quiet import silence_dependencies; silence_dependencies();"
         " warnings.warn('`torch.jit.script` is deprecated. Please switch to torch.compile',"
         " FutureWarning); warnings.warn('another deprecation', FutureWarning)"
     )

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.errors import BenchError, SuiteFileError
-from bench.jobs import expand
-from bench.suite import parse_suite
+from bench.core.errors import BenchError, SuiteFileError
+from bench.run.plan import expand
+from bench.suite.read import parse_suite
 from tests.conftest import ROOT, TINY_SUITE, cli_here
 
 
@@ -92,7 +92,7 @@ def here(tmp_path: Path, monkeypatch) -> Path:
 
 def _bench_store(path: Path) -> None:
     """A bench store at `path` holding no job (its schema and version only)."""
-    from bench.store import ResultStore
+    from bench.store.results import ResultStore
 
     ResultStore(path).close()
 
@@ -125,8 +125,8 @@ def test_store_of_another_schema_version_is_refused(here, monkeypatch, capsys) -
 
 
 def test_new_store_is_stamped_with_the_schema_version(tmp_path) -> None:
-    from bench.store_guard import open_store
-    from bench.store_schema import SCHEMA_VERSION
+    from bench.store.guard import open_store
+    from bench.store.schema import SCHEMA_VERSION
 
     open_store(tmp_path / "s.sqlite").close()
     conn = sqlite3.connect(tmp_path / "s.sqlite")
@@ -137,7 +137,7 @@ def test_new_store_is_stamped_with_the_schema_version(tmp_path) -> None:
 def test_unstamped_store_of_this_schema_is_accepted(tmp_path) -> None:
     """A store written before the version stamp existed holds user_version 0 and exactly
     these tables: it opens and is stamped."""
-    from bench.store_guard import open_store
+    from bench.store.guard import open_store
 
     path = tmp_path / "s.sqlite"
     _bench_store(path)
@@ -174,7 +174,7 @@ def test_read_only_store_is_refused(here, monkeypatch, capsys) -> None:
     store.chmod(0o444)
     real = os.access
     monkeypatch.setattr(
-        "bench.preflight.os.access",
+        "bench.core.preflight.os.access",
         lambda p, mode: False if Path(p) == Path("r.sqlite") and mode & os.W_OK else real(p, mode),
     )
     _refused(monkeypatch, capsys, here, *RUN, "--suite", "smoke", fragment="read-only")
@@ -186,7 +186,7 @@ def test_store_in_a_read_only_directory_is_refused_and_not_created(
     (here / "ro").mkdir()
     real = os.access
     monkeypatch.setattr(
-        "bench.preflight.os.access",
+        "bench.core.preflight.os.access",
         lambda p, mode: False if Path(p).name == "ro" and mode & os.W_OK else real(p, mode),
     )
     _refused(
@@ -239,7 +239,7 @@ def test_out_under_a_read_only_directory_is_refused(here, monkeypatch, capsys) -
     (here / "ro").mkdir()
     real = os.access
     monkeypatch.setattr(
-        "bench.preflight.os.access",
+        "bench.core.preflight.os.access",
         lambda p, mode: False if Path(p).name == "ro" and mode & os.W_OK else real(p, mode),
     )
     _refused(
@@ -297,8 +297,8 @@ def test_unsafe_suite_name_is_refused_and_nothing_is_written(
 
 
 def test_default_board_resolves_inside_leaderboards(here, monkeypatch) -> None:
-    from bench.errors import ConfigError
-    from bench.preflight import board_dir
+    from bench.core.errors import ConfigError
+    from bench.core.preflight import board_dir
 
     monkeypatch.chdir(here)
     assert board_dir(None, "smoke") == Path("leaderboards/smoke")
@@ -517,7 +517,7 @@ def test_compare_accepts_a_committed_board_against_itself(tmp_path, monkeypatch,
     ids=["disk-io", "readonly-db", "read-only-fs", "not-a-directory", "no-space"],
 )
 def test_failures_during_a_run_are_one_line_naming_the_path_and_the_fix(exc, expected) -> None:
-    from bench.preflight import RunStorageError, during_run
+    from bench.core.preflight import RunStorageError, during_run
 
     error = during_run(exc, "store r.sqlite")
     assert isinstance(error, RunStorageError) and error.exit_code == 1

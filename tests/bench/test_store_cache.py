@@ -9,10 +9,10 @@ import time
 import numpy as np
 import pytest
 
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.metrics import MetricResult
-from bench.store import ResultStore, cpu_description
+from bench.plugin.artifacts import ArtifactCache
+from bench.store.results import ResultStore, cpu_description
 from tests.conftest import stub_job
 
 METRICS = {
@@ -127,7 +127,7 @@ def test_an_artifact_is_rebuilt_when_the_code_below_its_builder_changes(
     the seed of the unchanged recipe, so the same code rebuilds the same artifact."""
     import torch
 
-    from bench import cache as cache_module
+    from bench.plugin import artifacts as cache_module
 
     version = {"now": "old"}
     monkeypatch.setattr(cache_module, "_builder_modules", lambda build, caller: ("bench.x",))
@@ -149,15 +149,15 @@ def test_the_builder_modules_are_the_project_code_that_makes_the_artifact(tmp_pa
     import functools
     import sys
 
-    from bench.cache import _builder_modules
-    from bench.hashing import derive_seed
+    from bench.core.hashing import derive_seed
+    from bench.plugin.artifacts import _builder_modules
 
     here = sys._getframe()  # a test module: not project code, so not part of the key
     assert _builder_modules(lambda: 0, here) == ()
-    assert _builder_modules(functools.partial(derive_seed, 1, "x"), here) == ("bench.hashing",)
+    assert _builder_modules(functools.partial(derive_seed, 1, "x"), here) == ("bench.core.hashing",)
     key = ArtifactCache(tmp_path).key({"k": 1})
     assert ArtifactCache.entry_key(key, ()) == key
-    assert ArtifactCache.entry_key(key, ("bench.hashing",)) != key
+    assert ArtifactCache.entry_key(key, ("bench.core.hashing",)) != key
 
 
 def test_the_cpu_model_and_vector_extensions_are_read_from_cpuinfo() -> None:

@@ -6,9 +6,9 @@ import tomllib
 
 import pytest
 
-from bench.errors import SuiteFileError, UnknownNameError
-from bench.jobs import expand
-from bench.suite import available_suites, load_suite, parse_suite
+from bench.core.errors import SuiteFileError, UnknownNameError
+from bench.run.plan import expand
+from bench.suite.read import available_suites, load_suite, parse_suite
 from tests.conftest import TINY_SUITE
 
 
@@ -57,7 +57,7 @@ def test_job_hash_is_stable_and_sensitive_to_config() -> None:
 def test_code_hash_covers_modules_a_mechanism_reaches_indirectly() -> None:
     import mechanisms.noise.input_noise
     import mechanisms.noise.lipschitz_nets
-    from bench.codeversion import module_files
+    from bench.core.codeversion import module_files
 
     # input_noise -> served_models -> lipschitz_nets: an edit two imports down must still
     # change the hash of a gauss-input job.
@@ -116,8 +116,8 @@ def test_bad_toml_and_unknown_suite(tmp_path) -> None:
 
 
 def test_code_version_covers_what_computes_numbers_and_nothing_else() -> None:
-    from bench.jobs import RESULT_NEUTRAL, code_files_of
-    from bench.registry import ATTACKS, MECHANISMS, TASKS
+    from bench.plugin.registry import ATTACKS, MECHANISMS, TASKS
+    from bench.run.plan import RESULT_NEUTRAL, code_files_of
 
     task, mech, attack = TASKS.get("fmnist"), MECHANISMS.get("gauss-input"), ATTACKS.get("map")
     utility = {p.as_posix() for p in code_files_of(task, mech, audited=True)}
@@ -127,8 +127,10 @@ def test_code_version_covers_what_computes_numbers_and_nothing_else() -> None:
         return any(f.endswith(tail) for f in files)
 
     for files in (utility, attacked):  # the harness and the components are covered
-        assert has(files, "bench/evaluate.py") and has(files, "bench/metrics/stats.py")
-        assert has(files, "mechanisms/noise/input_noise.py") and has(files, "bench/hashing.py")
+        assert has(files, "bench/run/kinds/reconstruction.py") and has(
+            files, "bench/metrics/stats.py"
+        )
+        assert has(files, "mechanisms/noise/input_noise.py") and has(files, "bench/core/hashing.py")
         # Suite parsing, name lookup, the artifact cache and error text compute no number.
         for module in RESULT_NEUTRAL:
             assert not has(files, module.replace(".", "/") + ".py"), module
@@ -139,16 +141,18 @@ def test_code_version_covers_what_computes_numbers_and_nothing_else() -> None:
 
 
 def test_artifact_seeding_is_pinned_since_bench_cache_is_outside_the_code_hash(tmp_path) -> None:
-    # bench.cache is RESULT_NEUTRAL, yet it seeds every artifact build from the recipe's key.
+    # bench.plugin.artifacts is RESULT_NEUTRAL, yet it seeds every artifact build from the recipe's key.
     # Changing that would change numbers without re-running any job: this test fails first.
     import torch
 
-    from bench.cache import ArtifactCache
-    from bench.hashing import seeded_init
+    from bench.core.hashing import seeded_init
+    from bench.plugin.artifacts import ArtifactCache
 
     cache = ArtifactCache(tmp_path)
     recipe = {"what": "pinned"}
     built = cache.get_or_build(recipe, lambda: torch.rand(4))
     with seeded_init(int(cache.key(recipe)[:15], 16), "artifact"):
         expected = torch.rand(4)
-    assert torch.equal(built, expected), "artifact seeding changed: hash bench.cache first"
+    assert torch.equal(built, expected), (
+        "artifact seeding changed: hash bench.plugin.artifacts first"
+    )

@@ -1,4 +1,4 @@
-"""Submission checks: every in-tree mechanism passes bench.testing's checks (one pytest id
+"""Submission checks: every in-tree mechanism passes bench.plugin.checks's checks (one pytest id
 per check), each check catches the fault it names, expected failures need a reason, and
 `bench validate` reports and exits 0 / 1 / 2."""
 
@@ -12,10 +12,8 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from bench.errors import BenchError, ConfigError
-from bench.protocols import Guarantee, NoiseModel, Release, Task
-from bench.registry import MECHANISMS
-from bench.testing import (
+from bench.core.errors import BenchError, ConfigError
+from bench.plugin.checks import (
     CHECKS,
     CheckFailed,
     MechanismUnderTest,
@@ -23,7 +21,9 @@ from bench.testing import (
     parametrize_with_checks,
     under_test,
 )
-from bench.validation import parse_params, prepare, run_checks
+from bench.plugin.checks.validation import parse_params, prepare, run_checks
+from bench.plugin.protocols import Guarantee, NoiseModel, Release, Task
+from bench.plugin.registry import MECHANISMS
 from mechanisms.label_only.base import keep_probability
 from mechanisms.label_only.lucid import LabelOnly, NaiveNoise
 from mechanisms.noise.identity import Identity
@@ -322,7 +322,7 @@ def test_cli_validate_user_error_exits_2_with_one_line(workdir: Path) -> None:
     [
         ("gauss-input", {"sigma": 1.0}, "no parameter 'sigma'"),
         ("gauss-input", {"eps": -1.0}, "parameter 'eps' must be in"),
-        ("bench.cli:main", {}, "not a bench Mechanism"),
+        ("bench.cli.app:main", {}, "not a bench Mechanism"),
         ("nowhere:Mechanism", {}, "cannot import mechanism module 'nowhere'"),
         (
             "tests.bench.test_validate:WaivedEncoder",
@@ -452,7 +452,7 @@ def test_validate_runs_label_only_mechanisms_on_spam(tmp_path: Path) -> None:
 
 
 def test_the_waivable_check_names_are_the_checks() -> None:
-    """bench.waivers names the checks without importing them: the two lists agree."""
-    from bench.waivers import CHECK_NAMES
+    """bench.plugin.checks.waivers names the checks without importing them: the two lists agree."""
+    from bench.plugin.checks.waivers import CHECK_NAMES
 
     assert tuple(check.__name__ for check in CHECKS) == CHECK_NAMES

@@ -10,7 +10,12 @@ from dataclasses import replace
 import pytest
 
 from bench.certify.audit.result import AuditResult
-from bench.validation import POWER_LEVEL, CheckOutcome, ValidationReport, audit_inconclusive
+from bench.plugin.checks.validation import (
+    POWER_LEVEL,
+    CheckOutcome,
+    ValidationReport,
+    audit_inconclusive,
+)
 from tests.conftest import cli_here
 
 AUDIT = AuditResult(
@@ -45,7 +50,7 @@ def _report(audit: AuditResult | None, ok: bool = True) -> ValidationReport:
 
 
 def test_the_stated_level_is_80_percent_and_the_cli_default_matches() -> None:
-    from bench.cli import validate
+    from bench.cli.app import validate
 
     assert POWER_LEVEL == 0.8
     default = inspect.signature(validate).parameters["min_power"].default
@@ -101,7 +106,7 @@ def test_cli_exit_code_follows_the_verdict(
 ) -> None:
     """The CLI's exit code from a report (prepare and the checks stubbed: the audits
     themselves are exercised in test_validate.py)."""
-    import bench.validation as validation
+    import bench.plugin.checks.validation as validation
 
     def checks(mut: object, min_power: float = POWER_LEVEL) -> ValidationReport:
         report = _report(replace(AUDIT, power=power))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.jobs import expand
-from bench.store import ResultStore
-from bench.suite import load_suite
+from bench.run.plan import expand
+from bench.store.results import ResultStore
+from bench.suite.read import load_suite
 from tests.bench.test_job_failures import FAULTY, SUITE, _listed, _query
 from tests.conftest import cli_here, run_cli, tiny_run_args
 from tests.faulty_plugins import FAULTS_ENV

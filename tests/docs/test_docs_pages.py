@@ -1,4 +1,4 @@
-"""The doc pages as HTML (docs/NAME.html, bench.report.docs_pages): the leaderboard pages'
+"""The doc pages as HTML (docs/NAME.html, bench.report.reproduce.docs_pages): the leaderboard pages'
 "docs" links open them, they are current with their Markdown, and links between doc pages
 stay within the HTML versions."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from bench.report.docs_pages import render_doc_page
+from bench.report.reproduce.docs_pages import render_doc_page
 from tests.conftest import ROOT
 
 DOCS = ROOT / "docs"

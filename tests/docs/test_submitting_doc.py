@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from bench.testing import CHECKS
+from bench.plugin.checks import CHECKS
 from tests.conftest import ROOT
 from tests.docs import doc_script
 

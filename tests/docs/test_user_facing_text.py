@@ -33,8 +33,10 @@ def user_facing_files(root: Path) -> list[Path]:
     files += [root / "tests" / "README.md"]
     files += sorted((root / "docs").glob("*.md"))
     files += sorted((root / "docs" / "reproductions").glob("**/README.md"))
-    files += sorted((root / "bench" / "suites").glob("*.toml"))
-    files += sorted(p for p in (root / "bench" / "report" / "templates").glob("*") if p.is_file())
+    files += sorted((root / "bench" / "suite" / "files").glob("*.toml"))
+    files += sorted(
+        p for p in (root / "bench" / "report" / "board" / "templates").glob("*") if p.is_file()
+    )
     files += sorted((root / "mechanisms").glob("*/README*"))
     return [p for p in files if p.is_file()]
 
@@ -114,6 +116,6 @@ def test_code_comments_carry_no_development_history() -> None:
     """Comments and docstrings say what and why: no tracker numbers, milestones or the names
     of the papers' local copies (papers by title and year, as in the docs)."""
     files = code_files(ROOT)
-    assert ROOT / "bench" / "cli.py" in files
+    assert ROOT / "bench" / "cli" / "app.py" in files
     hits = [hit for path in files for hit in history_mentions(path, ROOT)]
     assert not hits, "code comments name internal history:\n" + "\n".join(hits)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.jobs import expand
-from bench.suite import load_suite
+from bench.run.plan import expand
+from bench.suite.read import load_suite
 from tests.conftest import start_cli, tiny_run_args
 
 pytest.importorskip("ray")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.jobs import expand
-from bench.suite import load_suite
+from bench.run.plan import expand
+from bench.suite.read import load_suite
 from tests.conftest import ROOT, SMOKE_ARGS, cli_here, run_cli, start_cli, tiny_run_args
 
 
@@ -205,10 +205,10 @@ def _running(pid: int) -> bool:
 
 def test_a_worker_whose_driver_died_ends_itself() -> None:
     """A pool worker outlives a driver killed with SIGKILL only until its watchdog sees the
-    parent gone (bench.executors._watch_parent): no orphan keeps burning the machine."""
+    parent gone (bench.run.executors._watch_parent): no orphan keeps burning the machine."""
     worker = (
         "import os, time\n"
-        "from bench.executors import _watch_parent\n"
+        "from bench.run.executors import _watch_parent\n"
         "_watch_parent(os.getppid())\n"
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"

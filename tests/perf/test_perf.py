@@ -47,8 +47,8 @@ def test_hierarchical_bootstrap_cost(benchmark) -> None:
 def test_optimization_attack_throughput(benchmark, batch_size, tmp_path) -> None:
     """Images/s of the optimisation attack: 32 images, 100 steps each, batched vs serial."""
     from attacks.optimization import OptimizationAttack
-    from bench.cache import ArtifactCache
-    from bench.protocols import FitContext
+    from bench.plugin.artifacts import ArtifactCache
+    from bench.plugin.protocols import FitContext
     from mechanisms.noise.identity import Identity
 
     mech = Identity()
@@ -68,11 +68,11 @@ def test_prior_attack_throughput(benchmark, tmp_path) -> None:
     the VAE decoder, then 300 refinement steps. Its VAE is trained before timing, on TASK's
     10 aux images (the minimum of 400 updates): that cost is paid once per (task, aux,
     seed), and every mechanism shares it. Timed on one thread, the count a job runs with
-    (bench.threads). On a loaded 2-core machine, two threads made its rounds 3x to 40x slower
+    (bench.core.threads). On a loaded 2-core machine, two threads made its rounds 3x to 40x slower
     and much noisier (OpenMP workers wait on each other over ~1,500 small steps)."""
     from attacks.vae_prior import PriorAttack
-    from bench.cache import ArtifactCache
-    from bench.protocols import FitContext
+    from bench.plugin.artifacts import ArtifactCache
+    from bench.plugin.protocols import FitContext
     from mechanisms.noise.identity import Identity
 
     mech = Identity()
@@ -96,8 +96,8 @@ def test_map_attack_closed_form_against_descent(benchmark, solver, tmp_path) -> 
     default 500-step descent, on the same 64 noisy images (the answers agree; see
     tests/attacks/test_attack_suite.py)."""
     from attacks.optimization import MAPAttack
-    from bench.cache import ArtifactCache
-    from bench.protocols import FitContext
+    from bench.plugin.artifacts import ArtifactCache
+    from bench.plugin.protocols import FitContext
 
     mech = GaussInput(eps=2.0, r=0.5)
     mech._noise = mech.calibrate(TASK)
@@ -132,8 +132,8 @@ def test_inverter_fit_new_against_old_schedule(benchmark, schedule, tmp_path) ->
     if benchmark.disabled and schedule != "residual-default":
         pytest.skip("timed only with benchmarks enabled (make bench-perf)")
     from attacks.inverter import InverterAttack
-    from bench.cache import ArtifactCache
-    from bench.protocols import FitContext
+    from bench.plugin.artifacts import ArtifactCache
+    from bench.plugin.protocols import FitContext
 
     task = FashionMNIST(n_train=10, n_aux=200, n_test=10)
     mech = GaussInput(eps=2.0, r=0.5)
@@ -154,8 +154,8 @@ def test_tv_fit_tuned_against_fixed_lambda(benchmark, tune, tmp_path) -> None:
     """The tv attack's fit: choosing its weight on 32 aux queries (one batched descent over
     the 8-weight grid) beside the fixed weight, which fits nothing."""
     from attacks.optimization import TVAttack
-    from bench.cache import ArtifactCache
-    from bench.protocols import FitContext
+    from bench.plugin.artifacts import ArtifactCache
+    from bench.plugin.protocols import FitContext
 
     task = FashionMNIST(n_train=10, n_aux=64, n_test=10)
     mech = GaussInput(eps=2.0, r=0.5)
@@ -175,8 +175,8 @@ def test_map_prior_fit_by_shrinkage(benchmark, shrinkage, tmp_path) -> None:
     """Fitting map's full-covariance prior on 1,000 aux images: the shrinkage chosen from the
     data (OAS, Ledoit-Wolf) beside the previous fixed amount."""
     from attacks.optimization import MAPAttack
-    from bench.cache import ArtifactCache
-    from bench.protocols import FitContext
+    from bench.plugin.artifacts import ArtifactCache
+    from bench.plugin.protocols import FitContext
 
     task = FashionMNIST(n_train=10, n_aux=1000, n_test=10)
     mech = GaussInput(eps=2.0, r=0.5)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _bench(*args: str, env: dict[str, str] | None = None) -> str:
     """stdout of `bench ARGS` in a fresh Python with this checkout first on the path."""
     env = {**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)}
-    code = "import sys; from bench.cli import main; sys.argv[0] = 'bench'; main()"
+    code = "import sys; from bench.cli.app import main; sys.argv[0] = 'bench'; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True
     )

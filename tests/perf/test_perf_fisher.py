@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from bench.certify.fisher.trace import jacobian_trace
-from bench.hashing import seeded_init
+from bench.core.hashing import seeded_init
 from mechanisms.dfil.smooth_nets import split_model
 
 X = torch.rand(2, 1, 28, 28, generator=torch.Generator().manual_seed(0))

@@ -12,7 +12,7 @@ import torch
 
 from bench.certify.idp.bound import decision_bound, dense_layers
 from bench.certify.idp.diff import differential_bound
-from bench.suite import make_task
+from bench.suite.read import make_task
 from bench.tasks.tabular import tabular_model
 from mechanisms.label_only.base import one_hot_groups
 from mechanisms.label_only.leave_one_out import (

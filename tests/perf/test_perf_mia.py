@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
-from bench.membership import LabelAccess, attacked_records
-from bench.protocols import FitContext
-from bench.registry import ATTACKS, MECHANISMS
-from bench.suite import make_task
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import ATTACKS, MECHANISMS
+from bench.run.kinds.membership import LabelAccess, attacked_records
+from bench.suite.read import make_task
 
 SPAM = {"subsample": 60, "arch": "2x10", "train_epochs": 200}  # default.toml's spam
 

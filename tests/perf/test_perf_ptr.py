@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
-from bench.protocols import FitContext
-from bench.suite import make_task
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.suite.read import make_task
 from mechanisms.posthoc.mechanism import PosthocPTR
 from mechanisms.posthoc.ptr import Certifier, compute_phi, phi_noise_scale, ptr_test
 

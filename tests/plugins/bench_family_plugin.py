@@ -1,5 +1,5 @@
 """An out-of-tree mechanism family used by the tests, added through the public API alone
-(bench.mechanisms_base, bench.hooks) and its entry point (the dist-info beside this file):
+(bench.plugin, bench.plugin.hooks) and its entry point (the dist-info beside this file):
 a mechanism, the audit of its own claim and a plot of its own on every board with its rows.
 
 `test-coin` is randomised response (Warner, 1965) on each coordinate's side of the middle
@@ -14,7 +14,15 @@ from typing import Any, ClassVar
 
 import torch
 
-from bench.hooks import (
+from bench.plugin import (
+    FitContext,
+    Guarantee,
+    InputSpaceMechanism,
+    Release,
+    Splits,
+    Task,
+)
+from bench.plugin.hooks import (
     AuditOptions,
     AuditResult,
     BoardPlot,
@@ -23,14 +31,6 @@ from bench.hooks import (
     eps_lower_bound,
     register_audit,
     register_board_plot,
-)
-from bench.mechanisms_base import (
-    FitContext,
-    Guarantee,
-    InputSpaceMechanism,
-    Release,
-    Splits,
-    Task,
 )
 
 COIN_DRAWS = 20_000  # releases per side of the audit's pair (a distinctive audit_draws)

@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from bench.accounting import check_privacy_params, gaussian_sigma
-from bench.mechanisms_base import Guarantee, InputSpaceMechanism, NoiseModel, Release, Task
+from bench.plugin import Guarantee, InputSpaceMechanism, NoiseModel, Release, Task
+from bench.plugin.accounting import check_privacy_params, gaussian_sigma
 
 
 class NaNMechanism(InputSpaceMechanism):

@@ -1,8 +1,8 @@
 """The project's import graph: no cycles anywhere (module-level and function-level imports
 both count, since a deferred import is how a cycle hides), the reporting package never
 imports upward into the CLI, the API, the runner or the validation code, the contract checks
-(bench.testing) are reached only through `bench validate`, and mechanisms and attacks never
-import the job listing (bench.jobs)."""
+(bench.plugin.checks) are reached only through `bench validate`, and mechanisms and attacks never
+import the job listing (bench.run.plan)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,18 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGES = ("bench", "mechanisms", "attacks")
-UPWARD = ("bench.cli", "bench.api", "bench.runner", "bench.validation", "bench.testing")
+UPWARD = (
+    "bench.cli.app",
+    "bench.api",
+    "bench.run.runner",
+    "bench.plugin.checks.validation",
+    "bench.plugin.checks",
+)
 # The harness modules that may import the contract checks: `bench validate` and its command.
-CHECK_USERS = {"bench.testing": {"bench.validation"}, "bench.validation": {"bench.cli"}}
+CHECK_USERS = {
+    "bench.plugin.checks": {"bench.plugin.checks.validation"},
+    "bench.plugin.checks.validation": {"bench.cli.app"},
+}
 
 
 def project_modules(root: Path = ROOT) -> dict[str, Path]:
@@ -147,4 +156,4 @@ def test_the_contract_checks_are_imported_only_by_bench_validate(module: str) ->
     "module", sorted(m for m in project_modules() if m.startswith(("mechanisms", "attacks")))
 )
 def test_mechanisms_and_attacks_never_import_the_job_listing(module: str) -> None:
-    assert "bench.jobs" not in project_graph()[module], f"{module} imports bench.jobs"
+    assert "bench.run.plan" not in project_graph()[module], f"{module} imports bench.run.plan"

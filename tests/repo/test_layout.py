@@ -10,7 +10,7 @@ import pytest
 
 import bench.certify
 import mechanisms
-from bench.registry import MECHANISMS
+from bench.plugin.registry import MECHANISMS
 
 
 def _subpackages(package) -> list[str]:
@@ -41,10 +41,12 @@ def test_the_run_command_is_a_short_caller_of_the_public_api() -> None:
     body does not grow a second run path."""
     import inspect
 
-    import bench.cli
+    import bench.cli.app
 
-    source = inspect.getsource(bench.cli.run)
+    source = inspect.getsource(bench.cli.app.run)
     assert len(source.splitlines()) < 40
-    helpers = inspect.getsource(bench.cli._plan) + inspect.getsource(bench.cli._run_and_publish)
+    helpers = inspect.getsource(bench.cli.app._plan) + inspect.getsource(
+        bench.cli.app._run_and_publish
+    )
     for call in ("api.plan(", "api.run(", "api.publish("):
         assert call in helpers

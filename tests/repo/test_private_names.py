@@ -35,5 +35,7 @@ def test_the_reporting_modules_share_no_private_name(path: Path) -> None:
 
 def test_a_planted_private_import_is_found(tmp_path: Path) -> None:
     module = tmp_path / "planted.py"
-    module.write_text("from bench.report.labels import by_config, _hidden\nfrom os import _exit\n")
-    assert private_imports(module) == ["bench.report.labels._hidden"]
+    module.write_text(
+        "from bench.report.board.labels import by_config, _hidden\nfrom os import _exit\n"
+    )
+    assert private_imports(module) == ["bench.report.board.labels._hidden"]

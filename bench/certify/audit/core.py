@@ -57,9 +57,9 @@ from bench.certify.audit.result import (
     no_progress,
 )
 from bench.certify.audit.thresholds import best_threshold
-from bench.device import host_view
-from bench.errors import MechanismOutputError
-from bench.protocols import Mechanism, Task
+from bench.core.device import host_view
+from bench.core.errors import MechanismOutputError
+from bench.plugin.protocols import Mechanism, Task
 
 AUDITED_NOTIONS = frozenset({"ip", "ldp", "reconstruction"})
 TRAINING_SET_NOTIONS = frozenset({"dp", "idp"})  # neighbouring training sets, not inputs

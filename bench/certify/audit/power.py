@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from bench.certify.accounting import analytic_gaussian_eps, analytic_gaussian_sigma
 from bench.certify.audit.bounds import eps_lower_bound
+from bench.plugin.accounting import analytic_gaussian_eps, analytic_gaussian_sigma
 
 # Draws per side the planner tries, smallest first.
 LADDER = (

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.certify.audit.result import AuditResult, Claim, Progress, no_progress
-from bench.protocols import Mechanism, Task
+from bench.plugin.protocols import Mechanism, Task
 
 # Cost budget of an audit, in units of one input or release coordinate (or one encoder
 # weight) per draw: 3M draws per side of a 784-pixel image, under a minute on 2 cores.

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.hashing import derive_seed
+from bench.core.hashing import derive_seed
 
 
 def audit_generator(seed: int, purpose: str) -> torch.Generator:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from bench.device import module_device, randn, to_cpu, to_device
+from bench.core.device import module_device, randn, to_cpu, to_device
 
 SMOOTHING = 0.25
 

@@ -12,7 +12,7 @@ regulariser: E_u ||J^T u||^2 = Tr(J J^T) = Tr(J^T J) for u ~ N(0, I).
 
 Every computation runs the encoder in eval mode: a training-mode BatchNorm mixes the samples
 of a batch, so the Jacobian of one sample's encoding would depend on the other samples. It
-runs on the encoder's device (bench.device): the vmapped JVP / VJP batches are what an
+runs on the encoder's device (bench.core.device): the vmapped JVP / VJP batches are what an
 accelerator speeds up; the traces come back on that device (float64; on the CPU for MPS).
 """
 
@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from torch.func import jvp, vjp, vmap
 
-from bench.device import as_float64, module_device, randn, to_device
+from bench.core.device import as_float64, module_device, randn, to_device
 
 Side = Literal["auto", "input", "output"]
 DEFAULT_PAIRS = 512  # (sample, direction) pairs per vmap call: peak memory; 512 was fastest too

@@ -39,7 +39,7 @@ from torch import nn
 from torch.func import functional_call
 
 from bench.certify.milp import MILP, LinearRelaxation, MILPResult
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 Layer = tuple[np.ndarray, np.ndarray]  # (W: out x in, b: out), float64
 Groups = tuple[tuple[int, ...], ...]  # input indices of each one-hot group

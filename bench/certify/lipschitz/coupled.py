@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 
 from bench.certify.lipschitz.relu import ReluMLP
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 MAX_PAIRS_LOG2 = 16  # 2^n input signs x 2^(k-1) output signs, enumerated
 DENSE_ABOVE = 3000  # more active pairs than this: one dense product beats gathering

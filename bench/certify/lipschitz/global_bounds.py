@@ -51,8 +51,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.modules.utils import _pair
 
-from bench.device import CPU, on_device
-from bench.errors import ConfigError
+from bench.core.device import CPU, on_device
+from bench.core.errors import ConfigError
 from bench.tasks.models import Normalize
 
 Norm = Literal["l1", "l2"]

@@ -58,7 +58,7 @@ from bench.certify.lipschitz.relu import (
     upper_bound,
 )
 from bench.certify.milp import MILP, MILPResult
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 # The primitives live in relu.py; this module re-exports them for its callers.
 __all__ = [

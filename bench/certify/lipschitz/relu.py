@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 from torch import nn
 
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 OutNorm = Literal["l1", "linf"]
 OUT_NORMS = ("l1", "linf")

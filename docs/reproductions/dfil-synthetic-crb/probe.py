@@ -9,8 +9,8 @@ from pathlib import Path
 
 import torch
 
-from bench import evaluate
 from bench.api import expand_suite
+from bench.run.kinds import reconstruction as evaluate
 
 captured: dict = {}
 attack_metrics = evaluate.attack_metrics

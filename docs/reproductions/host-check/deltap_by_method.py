@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from bench.api import expand_suite
-from bench.evaluate import fit_mechanism, job_environment
-from bench.jobs import Job
+from bench.run.kinds.reconstruction import fit_mechanism, job_environment
+from bench.run.plan import Job
 
 
 def settings(suite: str, seed: int) -> list[Job]:

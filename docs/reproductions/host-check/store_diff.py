@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.metrics import METRICS
-from bench.store import ResultStore
+from bench.store.results import ResultStore
 
 
 def jobs(path: str, ignore: set[str]) -> dict[tuple[Any, ...], dict[str, float]]:

@@ -15,12 +15,12 @@ import torch
 from torch import nn
 
 import attacks.inverter as inv
-from bench.cache import ArtifactCache
-from bench.hashing import derive_seed
-from bench.jobs import expand
-from bench.protocols import FitContext
-from bench.registry import MECHANISMS
-from bench.suite import load_suite, make_task
+from bench.core.hashing import derive_seed
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import MECHANISMS
+from bench.run.plan import expand
+from bench.suite.read import load_suite, make_task
 
 torch.set_num_threads(1)
 

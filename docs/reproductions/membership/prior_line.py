@@ -19,11 +19,11 @@ import numpy as np
 import torch
 
 from attacks.membership.leave_one_out import LeaveOneOutAttack, forward_stacked
-from bench.cache import ArtifactCache
-from bench.membership import attacked_records
-from bench.mia_metrics import auc_samples
-from bench.protocols import FitContext
-from bench.suite import load_suite, make_task
+from bench.metrics.membership import auc_samples
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.run.kinds.membership import attacked_records
+from bench.suite.read import load_suite, make_task
 
 SUITE = "lucid-tabular"
 

@@ -6,7 +6,7 @@ machine without gurobipy, before the solver was made explicit on 2026-11-27). Wi
 and added.
 
 Usage: python compare_boards.py OLD/leaderboard.json NEW/leaderboard.json
-Prints bench.report.compare's report and exits 1 when it fails, as `bench compare` does:
+Prints bench.report.tools.compare's report and exits 1 when it fails, as `bench compare` does:
 every non-timing metric's value and CI are held to equality, timing metrics to the 50% cost
 tolerance. Timings differ between hosts and between cold and warm caches, so a re-run can
 fail on them alone; the records it wrote are about the non-timing count.
@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from bench.report.compare import compare
+from bench.report.tools.compare import compare
 
 
 def renamed(board: dict[str, Any]) -> dict[str, Any]:

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import torch
 
-from bench.cache import ArtifactCache
-from bench.hashing import derive_seed
-from bench.protocols import FitContext, Release, Task
-from bench.suite import make_task
-from bench.threads import pinned_threads, threads_for
+from bench.core.hashing import derive_seed
+from bench.core.threads import pinned_threads, threads_for
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext, Release, Task
+from bench.suite.read import make_task
 from mechanisms.posthoc.mechanism import PosthocPTR
 
 SETTING = {"eps": 1.0, "R": 0.1, "delta": 0.05, "vae_epochs": 100, "obf_epochs": 100}

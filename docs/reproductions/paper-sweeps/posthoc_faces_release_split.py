@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-import bench.evaluate as evaluate
-from bench.jobs import expand
-from bench.suite import load_suite
+import bench.run.kinds.reconstruction as evaluate
+from bench.run.plan import expand
+from bench.suite.read import load_suite
 
 # the slowest setting of profile-posthoc-faces-2026-11-27a.txt
 SETTING = {"eps": 1.0, "variant": "encoder"}

@@ -23,9 +23,9 @@ import torch
 
 import mechanisms.posthoc.ptr as ptr_module
 from bench.api import expand_suite
-from bench.evaluate import fit_mechanism, job_environment
-from bench.hashing import derive_seed
-from bench.protocols import NoiseModel
+from bench.core.hashing import derive_seed
+from bench.plugin.protocols import NoiseModel
+from bench.run.kinds.reconstruction import fit_mechanism, job_environment
 from mechanisms.posthoc.ptr import Certifier, phi_noise_scale, ptr_test
 
 
@@ -48,7 +48,7 @@ def main(suite: str, seed: int, queries: int, methods: list[str]) -> None:
         fitted = fit_mechanism(job, cache, False, on.device)
     mech = fitted.mechanism
     x = fitted.splits.test.x[:queries]
-    # the test noise as the utility job's release draws it (bench.evaluate: its release stream)
+    # the test noise as the utility job's release draws it (bench.run.kinds.reconstruction: its release stream)
     gen = torch.Generator().manual_seed(derive_seed(job.seed, "release"))
     with torch.no_grad():
         z = mech.vae(x).double().numpy()

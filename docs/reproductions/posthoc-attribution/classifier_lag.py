@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from checkpoint_epoch import STEP_6, obfuscator_trainer, row_job  # noqa: E402
 from noiseless_accuracy import accuracy, train_classifier  # noqa: E402
 
-from bench.evaluate import fit_mechanism, job_environment  # noqa: E402
+from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
 from mechanisms.posthoc.models import REFERENCE_LR  # noqa: E402
 
 

@@ -41,9 +41,9 @@ from posthoc_attribution_table import (  # noqa: E402
 )
 
 from bench.api import expand_suite  # noqa: E402
-from bench.evaluate import fit_mechanism, job_environment  # noqa: E402
-from bench.jobs import Job  # noqa: E402
 from bench.metrics.stats import summarize  # noqa: E402
+from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
+from bench.run.plan import Job  # noqa: E402
 from mechanisms.posthoc.models import classifier  # noqa: E402
 
 RETRAIN_EPOCHS = 20

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import api
-from bench.hashing import canonical_json
-from bench.report.labels import varying_params
-from bench.store import ResultStore
+from bench.core.hashing import canonical_json
+from bench.report.board.labels import varying_params
+from bench.store.results import ResultStore
 
 METRICS = ("release_rate", "delta_p", "eps_audit_lb")
 

@@ -35,8 +35,8 @@ from training_budget import (  # noqa: E402
     trained_with_snapshots,
 )
 
-from bench.evaluate import job_environment  # noqa: E402
-from bench.jobs import Job  # noqa: E402
+from bench.run.kinds.reconstruction import job_environment  # noqa: E402
+from bench.run.plan import Job  # noqa: E402
 
 
 def seed_and_epochs(text: str) -> tuple[int, int]:

@@ -39,12 +39,12 @@ from checkpoint_epoch import obfuscator_trainer, row_job  # noqa: E402
 from noiseless_accuracy import accuracy, retrained  # noqa: E402
 from posthoc_attribution_table import STEPS  # noqa: E402
 
-from bench.cache import ArtifactCache  # noqa: E402
-from bench.evaluate import FittedJob, job_environment  # noqa: E402
-from bench.jobs import Job  # noqa: E402
-from bench.protocols import FitContext  # noqa: E402
-from bench.registry import MECHANISMS  # noqa: E402
-from bench.suite import make_task  # noqa: E402
+from bench.plugin.artifacts import ArtifactCache  # noqa: E402
+from bench.plugin.protocols import FitContext  # noqa: E402
+from bench.plugin.registry import MECHANISMS  # noqa: E402
+from bench.run.kinds.reconstruction import FittedJob, job_environment  # noqa: E402
+from bench.run.plan import Job  # noqa: E402
+from bench.suite.read import make_task  # noqa: E402
 from mechanisms.posthoc import models  # noqa: E402
 from mechanisms.posthoc.mechanism import default_latent, fit_embedder  # noqa: E402
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from bench.cache import ArtifactCache
+from bench.core.threads import pinned_threads
 from bench.data.locations import cache_dir
-from bench.jobs import expand
-from bench.protocols import FitContext
-from bench.registry import MECHANISMS
-from bench.suite import load_suite, make_task
-from bench.threads import pinned_threads
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import MECHANISMS
+from bench.run.plan import expand
+from bench.suite.read import load_suite, make_task
 
 
 def main(suite_name: str) -> None:

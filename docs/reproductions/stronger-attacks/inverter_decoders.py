@@ -16,9 +16,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from attacks.inverter import InverterAttack
-from bench.cache import ArtifactCache
 from bench.metrics.reconstruction import ssim
-from bench.protocols import FitContext
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
 from bench.tasks.images import FashionMNIST
 from mechanisms.noise.input_noise import GaussInput
 

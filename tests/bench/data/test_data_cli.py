@@ -18,11 +18,11 @@ import pytest
 from typer.testing import CliRunner
 
 import bench
-from bench.cli import app
+from bench.cli.app import app
+from bench.core.errors import DataMissingError
+from bench.core.hashing import project_code_hash
 from bench.data import embedded, fetch, locations
-from bench.errors import DataMissingError
-from bench.hashing import project_code_hash
-from bench.tasks import sources
+from bench.data import readers as sources
 from tests.conftest import ROOT
 
 runner = CliRunner()
@@ -37,10 +37,10 @@ def test_version_prints_the_version_and_the_code_hash() -> None:
 
 @pytest.mark.parametrize("args", [["--version"], ["list", "suites"]], ids=["version", "list"])
 def test_quick_commands_import_neither_torch_nor_numpy(args: list[str]) -> None:
-    """`bench --version` (its torch-free hash equals bench.hashing's) and `bench list suites`
+    """`bench --version` (its torch-free hash equals bench.core.hashing's) and `bench list suites`
     answer without torch or numpy: a fresh interpreter's modules after the command."""
     code = (
-        "import sys\nfrom bench.cli import main\n"
+        "import sys\nfrom bench.cli.app import main\n"
         f"sys.argv = ['bench', *{args!r}]\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
         "print('HEAVY', sorted({'torch', 'numpy'} & set(sys.modules)))\n"

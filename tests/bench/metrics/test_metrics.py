@@ -11,7 +11,7 @@ import torch
 from skimage.metrics import structural_similarity
 from sklearn.metrics import roc_auc_score
 
-from bench.errors import ConfigError, UnknownNameError
+from bench.core.errors import ConfigError, UnknownNameError
 from bench.metrics import METRICS, MetricResult, MetricSpec, metric_spec, register_metric
 from bench.metrics.reconstruction import l1, l2, mse, psnr, ssim
 from bench.metrics.stats import aggregate_seeds, bootstrap_ci, scalar, summarize
@@ -234,7 +234,7 @@ def test_aggregate_seeds_is_fast() -> None:
 
 
 def test_chance_level_is_the_majority_share_or_half_an_auc() -> None:
-    from bench.evaluate import chance_level
+    from bench.run.kinds.reconstruction import chance_level
 
     y = torch.tensor([0, 1, 1, 2, 1, 0, 1, 1])
     assert chance_level("accuracy", y) == pytest.approx(5 / 8)
@@ -250,8 +250,8 @@ def test_utility_rows_record_how_constant_the_predictions_are() -> None:
     calls one), and the share of the most frequent predicted class otherwise."""
     from types import SimpleNamespace
 
-    from bench.evaluate import utility_metrics
-    from bench.protocols import Release
+    from bench.plugin.protocols import Release
+    from bench.run.kinds.reconstruction import utility_metrics
 
     y = torch.tensor([0, 1, 1, 2, 1, 0, 1, 1])
     task = SimpleNamespace(num_classes=3, utility_metric="accuracy")

@@ -1,5 +1,5 @@
 """Leaderboard audit cells say "inconclusive" when the row's audit had less than the
-stated power to refute 1.25x its claim at the draws it used (bench.report.audit_power)."""
+stated power to refute 1.25x its claim at the draws it used (bench.report.board.audit_power)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from bench.certify.audit.power import plan_at
-from bench.report.audit_power import POWER_LEVEL, audit_power, inconclusive
-from bench.report.overview import _audit_power
+from bench.report.board.audit_power import POWER_LEVEL, audit_power, inconclusive
+from bench.report.board.overview import _audit_power
 
 
 def _m(value: float) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def _row(
 
 
 def test_the_level_is_the_one_validate_uses() -> None:
-    from bench.validation import POWER_LEVEL as VALIDATE_LEVEL
+    from bench.plugin.checks.validation import POWER_LEVEL as VALIDATE_LEVEL
 
     assert POWER_LEVEL == VALIDATE_LEVEL == 0.8
 

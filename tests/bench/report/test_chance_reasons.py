@@ -7,8 +7,8 @@ import html
 import json
 from pathlib import Path
 
-from bench.report.labels import flag_rows
-from bench.report.write import write_leaderboard
+from bench.report.board.labels import flag_rows
+from bench.report.board.write import write_leaderboard
 
 
 def _utility(task: str, mech: str, notion: str, acc: float, chance: float) -> dict:
@@ -83,7 +83,7 @@ def test_constant_predictor_reads_the_tasks_utility_metric() -> None:
 
 
 def test_refresh_rewrites_a_committed_board_with_the_current_flags(tmp_path: Path) -> None:
-    from bench.report.write import refresh_board
+    from bench.report.board.write import refresh_board
 
     board = tmp_path / "movielens"
     stale = _scored("identity", (0.749, 0.74, 0.76), modal=1.0)

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from bench.errors import ConfigError
-from bench.report.compare import compare, parse_tolerances, without_params
+from bench.core.errors import ConfigError
+from bench.report.tools.compare import compare, parse_tolerances, without_params
 
 
 def _row(attack, metrics):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.report.estimate import board_job_seconds, committed_job_seconds
+from bench.report.tools.estimate import board_job_seconds, committed_job_seconds
 from tests.conftest import ROOT
 
 
@@ -47,7 +47,7 @@ def test_dry_run_without_a_store_estimates_from_the_committed_board(
 ) -> None:
     from typer.testing import CliRunner
 
-    from bench.cli import app
+    from bench.cli.app import app
 
     monkeypatch.chdir(ROOT)
     store = tmp_path / "none.sqlite"

@@ -8,8 +8,8 @@ import itertools
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bench.report.label_layout import label_boxes, place_labels
-from bench.report.plots import label_log_axis
+from bench.report.board.label_layout import label_boxes, place_labels
+from bench.report.board.plots import label_log_axis
 
 
 def _axes(xs: list[float], ys: list[float]):

@@ -10,15 +10,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.errors import BenchError
-from bench.fsutil import atomic_write
+from bench.core.errors import BenchError
+from bench.core.fsutil import atomic_write
 from bench.metrics.stats import scalar, summarize
-from bench.report import formats, load
-from bench.report import labels as report_labels
-from bench.report import rows as report_rows
-from bench.report.load import load_leaderboard
-from bench.report.rows import build_rows
-from bench.report.write import write_leaderboard
+from bench.report.board import formats, load
+from bench.report.board import labels as report_labels
+from bench.report.board import rows as report_rows
+from bench.report.board.load import load_leaderboard
+from bench.report.board.rows import build_rows
+from bench.report.board.write import write_leaderboard
 
 STAMP = "2025-01-01T00:00:00+00:00"
 GUARANTEE = {"notion": "ip", "eps": 1.0, "delta": 1e-5, "radius": 0.1, "distance": "l2/input"}

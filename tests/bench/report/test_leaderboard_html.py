@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from bench.report.frontier import frontier_points
-from bench.report.html import metric_columns
-from bench.report.labels import WORST_CASE
-from bench.report.rows import build_rows
-from bench.report.write import write_leaderboard
+from bench.report.board.frontier import frontier_points
+from bench.report.board.html import metric_columns
+from bench.report.board.labels import WORST_CASE
+from bench.report.board.rows import build_rows
+from bench.report.board.write import write_leaderboard
 from tests.bench.report.test_leaderboard import STAMP, _job, _results
 from tests.conftest import ROOT
 
@@ -154,7 +154,7 @@ def test_page_renders_sorts_and_filters_in_headless_chromium(tmp_path: Path) -> 
 
 
 def test_declared_expected_failures_are_shown_on_the_rows(tmp_path: Path) -> None:
-    from bench.waivers import attach_expected_failures
+    from bench.plugin.checks.waivers import attach_expected_failures
 
     spec = "tests.bench.test_validate:WaivedEncoder"
     results = [_job(0, spec, {}, None), _job(0, "identity", {}, None)]
@@ -173,7 +173,7 @@ def test_declared_expected_failures_are_shown_on_the_rows(tmp_path: Path) -> Non
 
 
 def test_overview_names_the_strongest_attack_and_flags_a_broken_bound() -> None:
-    from bench.report.overview import task_overview
+    from bench.report.board.overview import task_overview
 
     rows = [*_setting("a", 1.0, 0.9, 0.8), *_setting("a", 2.0, 0.7, 0.5)]
     rows[0]["metrics"]["bound_validity"] = _metric(0.97, 0.0)  # the bound failed on 3%
@@ -200,13 +200,13 @@ def _leaders(overview: dict[str, Any]) -> dict[str, dict[str, Any] | None]:
 
 
 def test_a_task_with_one_setting_names_no_most_useful_setting() -> None:
-    from bench.report.overview import task_overview
+    from bench.report.board.overview import task_overview
 
     assert task_overview(_setting("a", 1.0, 0.9, 0.3), "accuracy")["ranked"] == []
 
 
 def test_the_page_lists_tasks_in_the_suite_files_order() -> None:
-    from bench.report.html import task_order
+    from bench.report.board.html import task_order
 
     # default.toml lists mnist before fmnist and faces: the main task opens the page.
     assert task_order("default", {"faces", "fmnist", "mnist", "spam"}) == [
@@ -229,7 +229,7 @@ def _with_chance(rows: list[dict[str, Any]], chance: float, prior_ssim: float) -
 
 
 def test_a_setting_at_chance_is_flagged_and_never_on_the_frontier_or_best() -> None:
-    from bench.report.overview import task_overview
+    from bench.report.board.overview import task_overview
 
     rows = [
         *_setting("a", 1.0, 0.9, 0.8),
@@ -281,7 +281,7 @@ def test_suite_page_links_each_mechanism_to_its_paper_and_shows_the_chance_line(
 
 def test_every_in_tree_mechanism_row_gets_its_paper_and_an_existing_doc_page() -> None:
     from bench.api import attach_papers
-    from bench.registry import MECHANISMS
+    from bench.plugin.registry import MECHANISMS
 
     rows = attach_papers([{"mechanism": name} for name in MECHANISMS.names()])
     by_name = {r["mechanism"]: r for r in rows}
@@ -293,7 +293,7 @@ def test_every_in_tree_mechanism_row_gets_its_paper_and_an_existing_doc_page() -
 
 
 def test_a_dfil_bound_is_broken_only_beyond_its_tests_false_alarms() -> None:
-    from bench.report.overview import bound_broken
+    from bench.report.board.overview import bound_broken
 
     def validity(value: float, n: int) -> dict[str, Any]:
         return {"value": value, "ci": [value, 1.0], "n": n}
@@ -310,7 +310,7 @@ def test_a_dfil_bound_is_broken_only_beyond_its_tests_false_alarms() -> None:
 
 
 def test_mechanisms_that_never_abstain_show_their_score_beside_abstaining_ones() -> None:
-    from bench.report.overview import task_overview
+    from bench.report.board.overview import task_overview
 
     rows = [
         *_setting("ptr", 10.0, 0.9, 0.3),
@@ -332,7 +332,7 @@ def test_smoothed_scoring_is_shown_but_never_ranked_and_bounds_say_their_basis()
     """dFIL rows scored on smoothed inputs (targets = "smoothed") are the same mechanism
     scored another way: off the frontier and the fixed-privacy bands, with a badge; a
     failed bound that rests on an estimate is "estimate fails", not "bound broken"."""
-    from bench.report.overview import task_overview
+    from bench.report.board.overview import task_overview
 
     raw = _setting("dfil", 1.0, 0.8, 0.5)
     smoothed = _setting("dfil", 1.0, 0.8, 0.1)
@@ -362,7 +362,7 @@ def test_smoothed_scoring_is_shown_but_never_ranked_and_bounds_say_their_basis()
 def test_an_audit_without_a_testable_pair_does_not_claim_power() -> None:
     """A PTR audit that found no pair to test stores eps_audit_lb 0 with 0 draws: the page
     says the 0 is no evidence, not "could show X"."""
-    from bench.report.overview import _audit_power
+    from bench.report.board.overview import _audit_power
 
     def entry(v: float) -> dict:
         return {"value": v, "ci": [v, v], "n": 1}
@@ -403,7 +403,7 @@ def test_plugin_metrics_are_described_whoever_writes_the_page(tmp_path: Path) ->
     }
     (tmp_path / "doc.json").write_text(json.dumps(doc))
     script = (
-        "import json, sys; from bench.report.html import render_index_html; "
+        "import json, sys; from bench.report.board.html import render_index_html; "
         "assert 'mechanisms.posthoc.mechanism' not in sys.modules; "
         f"doc = json.load(open({str(tmp_path / 'doc.json')!r})); "
         "print(render_index_html(doc, {}, {'mnist': []}))"
@@ -418,7 +418,7 @@ def test_plugin_metrics_are_described_whoever_writes_the_page(tmp_path: Path) ->
 def test_a_page_rewritten_from_its_json_keeps_each_tasks_declared_utility() -> None:
     """`bench reproduce --write` rewrites pages from leaderboard.json alone: MovieLens's
     utility stays AUC (declared by the task), not the accuracy its rows also carry."""
-    from bench.report.write import declared_utility_metrics
+    from bench.report.board.write import declared_utility_metrics
 
     declared = declared_utility_metrics({"movielens", "mnist", "no-such-task"})
     assert declared == {"mnist": "accuracy", "movielens": "auc"}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from bench.metrics import MetricResult
-from bench.report.profile import profile_lines
-from bench.store import ResultStore
+from bench.report.tools.profile import profile_lines
+from bench.store.results import ResultStore
 from tests.bench.test_store_cache import METRICS
 from tests.conftest import cli_here, stub_job
 

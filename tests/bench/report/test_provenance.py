@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from bench.api import write_suite_leaderboard
-from bench.jobs import Job
 from bench.metrics.stats import scalar
-from bench.report.compare import compare
-from bench.report.provenance import IncomparableError, attach_provenance, check_comparable
-from bench.store import ResultStore
+from bench.report.board.provenance import IncomparableError, attach_provenance, check_comparable
+from bench.report.tools.compare import compare
+from bench.run.plan import Job
+from bench.store.results import ResultStore
 from tests.conftest import cli_here
 
 

@@ -3,7 +3,7 @@ must not rely on, ties within CI marked."""
 
 from __future__ import annotations
 
-from bench.report.ranking import attack_bands, claim_bands, ranked_views
+from bench.report.board.ranking import attack_bands, claim_bands, ranked_views
 
 
 def _line(mech: str, util: tuple[float, float, float], attack: float | None, **claim) -> dict:

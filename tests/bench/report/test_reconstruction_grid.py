@@ -8,7 +8,7 @@ import io
 import numpy as np
 from PIL import Image
 
-from bench.report.plots import _GAP_PX, _grid_rows, _mosaic, reconstruction_grid_png
+from bench.report.board.plots import _GAP_PX, _grid_rows, _mosaic, reconstruction_grid_png
 
 
 def test_each_tile_lands_in_its_own_cell_on_a_white_canvas() -> None:

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from bench.errors import ConfigError
-from bench.report import reproduction as rp
-from bench.report import verdicts as vr
-from bench.report.write import write_leaderboard
+from bench.core.errors import ConfigError
+from bench.report.board.write import write_leaderboard
+from bench.report.reproduce import reproduction as rp
+from bench.report.reproduce import verdicts as vr
 from tests.conftest import ROOT
 
 REFERENCE = """
@@ -298,7 +298,7 @@ def test_the_leaderboard_writer_adds_the_reproduction_to_files_and_page(
 def test_reproductions_refresh_from_the_committed_leaderboard_alone(
     reference, tmp_path, monkeypatch
 ) -> None:
-    from bench.report.write import refresh_reproductions
+    from bench.report.board.write import refresh_reproductions
 
     monkeypatch.setattr(rp, "references_for_suite", lambda suite: [reference])
     rows = [_row(1.0, 0.505), _row(2.0, 0.60), _row(5.0, 0.80)]
@@ -325,8 +325,8 @@ def test_bench_reproduce_refuses_an_unknown_paper_in_one_line(
 
 @pytest.mark.parametrize("paper", rp.known_papers())
 def test_shipped_reference_tables_parse_and_name_real_components(paper) -> None:
-    from bench.registry import ATTACKS, MECHANISMS
-    from bench.suite import available_suites, load_suite
+    from bench.plugin.registry import ATTACKS, MECHANISMS
+    from bench.suite.read import available_suites, load_suite
 
     reference = rp.load_reference(paper)
     suites = set(available_suites())

@@ -1,14 +1,14 @@
-"""The leaderboard JSON Schema (bench/report/schemas/): every committed leaderboard follows
+"""The leaderboard JSON Schema (bench/report/board/schemas/): every committed leaderboard follows
 it, and it refuses what the loader refuses."""
 
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
+from bench.report.board.schema_check import schema_text
 from tests.conftest import ROOT
 
 jsonschema = pytest.importorskip("jsonschema")
@@ -17,7 +17,7 @@ COMMITTED = sorted((ROOT / "leaderboards").glob("*/leaderboard.json"))
 
 
 def _validator():
-    text = (resources.files("bench.report") / "schemas" / "leaderboard.schema.json").read_text()
+    text = schema_text()
     schema = json.loads(text)
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
@@ -43,11 +43,9 @@ def test_the_schema_refuses_a_metric_without_a_ci_and_an_unknown_row_key() -> No
 def test_the_typed_row_names_exactly_the_schemas_row_keys() -> None:
     # The TypedDicts the code builds rows with and the schema the files are checked against
     # must not drift: a key added to one is added to the other.
-    from bench.report.row import Metric, Provenance, Row
+    from bench.report.board.row import Metric, Provenance, Row
 
-    defs = json.loads(
-        (resources.files("bench.report") / "schemas" / "leaderboard.schema.json").read_text()
-    )["$defs"]
+    defs = json.loads(schema_text())["$defs"]
     for typed, name in ((Row, "row"), (Metric, "metric"), (Provenance, "provenance")):
         schema = defs[name]
         assert set(typed.__annotations__) == set(schema["properties"]), name
@@ -57,12 +55,10 @@ def test_the_typed_row_names_exactly_the_schemas_row_keys() -> None:
 def test_the_schema_allows_every_environment_field_rows_record() -> None:
     # attach_environment copies ENVIRONMENT_KEYS from each job's machine record into the
     # row; the schema closes the environment object, so each of those keys must be in it.
-    from bench.report.provenance import ENVIRONMENT_KEYS
-    from bench.store import machine_info
+    from bench.report.board.provenance import ENVIRONMENT_KEYS
+    from bench.store.results import machine_info
 
-    defs = json.loads(
-        (resources.files("bench.report") / "schemas" / "leaderboard.schema.json").read_text()
-    )["$defs"]
+    defs = json.loads(schema_text())["$defs"]
     environment = defs["row"]["properties"]["environment"]["properties"]
     assert set(ENVIRONMENT_KEYS) == set(environment)
     assert set(ENVIRONMENT_KEYS) <= set(machine_info()) | {"cpu_model", "cpu_features"}

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import BenchError
-from bench.report.rows import build_rows
-from bench.report.site import render_site_index, suite_entries, write_site_index
-from bench.report.write import write_leaderboard
-from bench.suite import available_suites, load_suite
+from bench.core.errors import BenchError
+from bench.report.board.rows import build_rows
+from bench.report.board.site import render_site_index, suite_entries, write_site_index
+from bench.report.board.write import write_leaderboard
+from bench.suite.read import available_suites, load_suite
 from tests.bench.report.test_leaderboard import STAMP, _results
 from tests.conftest import ROOT
 
@@ -45,7 +45,7 @@ def test_the_index_lists_and_links_every_suite(tmp_path: Path) -> None:
 
 
 def test_only_a_site_index_bench_wrote_is_recognised(tmp_path: Path) -> None:
-    from bench.report.site import is_site_index
+    from bench.report.board.site import is_site_index
 
     assert is_site_index(_site(tmp_path))
     other = tmp_path / "other.html"

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from bench.api import code_version_of, expand_suite
-from bench.report.status import CURRENT, NO_BOARD, STALE, board_status, status_lines
+from bench.report.tools.status import CURRENT, NO_BOARD, STALE, board_status, status_lines
 from tests.conftest import ROOT, cli_here
 
 SMOKE_BOARD = ROOT / "leaderboards" / "smoke"
@@ -69,7 +69,7 @@ def test_a_second_status_reuses_the_check_until_the_suite_file_changes(
     file is checked again, and its new version is what the board is compared with."""
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
     suite_path = tmp_path / "smoke.toml"
-    shutil.copy(ROOT / "bench" / "suites" / "smoke.toml", suite_path)
+    shutil.copy(ROOT / "bench" / "suite" / "files" / "smoke.toml", suite_path)
     suite, jobs = expand_suite("smoke", check_device=False)
     boards = tmp_path / "boards"
     _board(boards, suite_version=suite.version, code_version=code_version_of(jobs))

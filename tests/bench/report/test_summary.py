@@ -3,7 +3,7 @@ must see before trusting it."""
 
 from __future__ import annotations
 
-from bench.report.summary import summary_lines
+from bench.report.board.summary import summary_lines
 
 
 def _row(mech: str, acc: float, **flags) -> dict:

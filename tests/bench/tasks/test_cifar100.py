@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import DataMissingError
+from bench.core.errors import DataMissingError
 from bench.tasks.cifar100 import CIFAR100, read_cifar100
 
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from bench.errors import DataMissingError
-from bench.jobs import code_hash_of, expand
-from bench.registry import MECHANISMS
-from bench.suite import load_suite, make_task
+from bench.core.errors import DataMissingError
+from bench.plugin.registry import MECHANISMS
+from bench.run.plan import code_hash_of, expand
+from bench.suite.read import load_suite, make_task
 from bench.tasks.faces import parse_utkface_name
 from mechanisms.posthoc.models import VARIANTS
 
@@ -74,7 +74,7 @@ def test_posthoc_suites_expand_and_hash_their_code() -> None:
     import inspect
 
     cls = MECHANISMS.get("posthoc-ptr")
-    from bench.codeversion import module_files
+    from bench.core.codeversion import module_files
 
     files = {p.name for p in module_files(cls.__module__)}
     assert {"milp.py", "local.py", "ptr.py", "models.py", "mechanism.py"} <= files

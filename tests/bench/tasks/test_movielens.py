@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
-from bench.errors import DataMissingError
-from bench.evaluate import attack_metrics, utility_metrics
-from bench.protocols import FitContext
-from bench.registry import ATTACKS, MECHANISMS
-from bench.suite import make_task
-from bench.tasks import sources
+from bench.core.errors import DataMissingError
+from bench.data import readers as sources
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import ATTACKS, MECHANISMS
+from bench.run.kinds.reconstruction import attack_metrics, utility_metrics
+from bench.suite.read import make_task
 from bench.tasks.movielens import _chronological
 
 ATTACKED = 32

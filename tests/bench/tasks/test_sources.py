@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.errors import DataMissingError
-from bench.tasks import sources
+from bench.core.errors import DataMissingError
+from bench.data import readers as sources
 
 IDX_CODES = {np.uint8: 0x08, np.int16: 0x0B, np.int32: 0x0C, np.float32: 0x0D}
 

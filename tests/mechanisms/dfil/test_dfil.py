@@ -13,11 +13,11 @@ import torch
 
 from attacks.inverter import InverterAttack
 from attacks.optimization import MAPAttack, OptimizationAttack
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.evaluate import utility_metrics
-from bench.protocols import FitContext
-from bench.registry import MECHANISMS, TASKS
+from bench.core.errors import ConfigError
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import MECHANISMS, TASKS
+from bench.run.kinds.reconstruction import utility_metrics
 from bench.tasks.images import FashionMNIST
 from bench.tasks.synthetic import GaussianTask
 from mechanisms.dfil.dp_encoder import DPEncoder
@@ -320,7 +320,7 @@ def dp_encoder(small_fmnist, audit_root) -> DPEncoder:
 
 
 def test_dp_encoder_claims_the_exact_ldp_of_its_gaussian_release(small_fmnist, dp_encoder) -> None:
-    from bench.accounting import analytic_gaussian_delta
+    from bench.plugin.accounting import analytic_gaussian_delta
 
     claim = dp_encoder.guarantee()
     assert claim.notion == "ldp" and claim.distance == "any pair of inputs"
@@ -374,7 +374,7 @@ def test_dfil_declares_no_dp_claim_and_is_not_audited(small_fmnist, audit_root) 
 
 @pytest.mark.parametrize("task_cls", [GaussianTask, FashionMNIST])
 def test_the_job_code_version_covers_every_module_of_the_dfil_stack(task_cls) -> None:
-    from bench.jobs import code_files_of
+    from bench.run.plan import code_files_of
 
     for mech in (DFIL, DPEncoder):
         files = {p.resolve() for p in code_files_of(task_cls, mech, OptimizationAttack)}
@@ -385,12 +385,12 @@ def test_the_job_code_version_covers_every_module_of_the_dfil_stack(task_cls) ->
             "mechanisms/dfil/split.py",
             "mechanisms/dfil/smooth_nets.py",
             "mechanisms/dfil/training.py",
-            "bench/evaluate.py",
+            "bench/run/kinds/reconstruction.py",
             "bench/metrics/stats.py",
             "mechanisms/dfil/mechanism.py" if mech is DFIL else "mechanisms/dfil/dp_encoder.py",
         ]
         if mech is DPEncoder:
-            needed.append("bench/certify/accounting.py")  # its Gaussian accounting
+            needed.append("bench/plugin/accounting.py")  # its Gaussian accounting
         if task_cls is FashionMNIST:  # the image split models normalise with its module
             needed.append("bench/tasks/models.py")
         missing = [n for n in needed if (ROOT / n).resolve() not in files]

@@ -10,7 +10,7 @@ import json
 import torch
 
 from attacks.optimization import OptimizationAttack
-from bench.suite import load_suite
+from bench.suite.read import load_suite
 from mechanisms.dfil.smooth_nets import Projection
 from tests.conftest import ROOT
 

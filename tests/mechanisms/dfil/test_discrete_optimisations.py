@@ -13,12 +13,12 @@ import pytest
 import torch
 from scipy.stats import binomtest, mannwhitneyu
 
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.evaluate import attack_metrics
-from bench.protocols import FitContext
-from bench.registry import ATTACKS, MECHANISMS
-from bench.suite import make_task
+from bench.core.errors import ConfigError
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import ATTACKS, MECHANISMS
+from bench.run.kinds.reconstruction import attack_metrics
+from bench.suite.read import make_task
 from mechanisms.dfil.compression import bottleneck_trace, feature_gram, snr_penalty
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -51,7 +51,7 @@ def test_panel_titles_name_the_parameters_that_differ() -> None:
 
 
 def test_the_leaderboard_writes_the_dfil_plot_next_to_its_own(tmp_path: Path) -> None:
-    from bench.report.write import write_leaderboard
+    from bench.report.board.write import write_leaderboard
 
     rows = [{**r, "guarantee": {"notion": "dfil"}} for r in _rows()]
     written = write_leaderboard("dfil-test", "1", rows, tmp_path, code_version="x")

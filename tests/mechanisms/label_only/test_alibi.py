@@ -11,10 +11,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.protocols import FitContext
-from bench.registry import MECHANISMS, TASKS
+from bench.core.errors import ConfigError
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import MECHANISMS, TASKS
 from mechanisms.label_only.alibi import (
     label_posterior,
     laplace_scale,

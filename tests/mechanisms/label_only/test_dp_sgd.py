@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.protocols import FitContext
-from bench.registry import MECHANISMS, TASKS
+from bench.core.errors import ConfigError
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import MECHANISMS, TASKS
 
 
 def _fit(eps: float, cache: Path):

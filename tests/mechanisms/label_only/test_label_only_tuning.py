@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.protocols import DataSplit, FitContext, Splits
-from bench.registry import MECHANISMS, TASKS
+from bench.core.errors import ConfigError
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import DataSplit, FitContext, Splits
+from bench.plugin.registry import MECHANISMS, TASKS
 from mechanisms.label_only import tuning
 from mechanisms.label_only.lucid import loo_recipe
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.errors import ConfigError, DataMissingError
-from bench.protocols import DataSplit
-from bench.registry import TASKS
+from bench.core.errors import ConfigError, DataMissingError
+from bench.plugin.protocols import DataSplit
+from bench.plugin.registry import TASKS
 from bench.tasks.tabular import tabular_model
 from mechanisms.label_only.leave_one_out import (
     LooRecipe,

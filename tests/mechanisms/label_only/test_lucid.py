@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
 from bench.certify.idp.bound import DecisionBound, decision_bound
-from bench.protocols import FitContext
-from bench.registry import MECHANISMS, TASKS
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import MECHANISMS, TASKS
 from mechanisms.label_only.base import confidence, exponential_mechanism, keep_probability
 from mechanisms.label_only.leave_one_out import stacked_logits
 from tests import lucid_toy
@@ -141,7 +141,7 @@ def test_noise_only_below_the_bound_and_answers_are_remembered(fitted_lucid) -> 
 def test_zero_seconds_means_no_clock_and_a_negative_one_is_refused() -> None:
     """0 s turns a wall-clock limit off (the suites' setting: bounds from work budgets
     alone); a negative or non-numeric limit is a one-line ConfigError."""
-    from bench.errors import ConfigError
+    from bench.core.errors import ConfigError
 
     MECHANISMS.get("lucid")(time_limit=0.0, budget=0.0, node_limit=1, max_milps=8)
     for bad in ({"time_limit": -1.0}, {"budget": -0.5}, {"budget": "600"}):

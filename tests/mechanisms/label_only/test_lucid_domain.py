@@ -12,9 +12,9 @@ import torch
 
 from bench.certify.idp.bound import decision_bound, dense_layers
 from bench.certify.idp.diff import differential_bound
-from bench.errors import ConfigError
-from bench.protocols import DataSplit
-from bench.registry import TASKS
+from bench.core.errors import ConfigError
+from bench.plugin.protocols import DataSplit
+from bench.plugin.registry import TASKS
 from bench.tasks.tabular import tabular_model
 from mechanisms.label_only.base import canonical_records
 from mechanisms.label_only.leave_one_out import LooRecipe, leave_one_out, stacked_logits
@@ -124,9 +124,9 @@ def test_adult_declares_its_one_hot_groups() -> None:
 
 
 def test_lucid_answers_a_query_as_its_canonical_record(tmp_path) -> None:
-    from bench.cache import ArtifactCache
-    from bench.protocols import FitContext
-    from bench.registry import MECHANISMS
+    from bench.plugin.artifacts import ArtifactCache
+    from bench.plugin.protocols import FitContext
+    from bench.plugin.registry import MECHANISMS
 
     task = TASKS.get("credit")(subsample=30, arch="2x6", train_epochs=100, n_test=50)
     lucid = MECHANISMS.get("lucid")(

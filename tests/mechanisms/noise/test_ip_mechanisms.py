@@ -12,15 +12,15 @@ from scipy import stats
 
 from attacks.inverter import InverterAttack
 from attacks.optimization import OptimizationAttack
-from bench.accounting import analytic_gaussian_delta, gaussian_sigma
-from bench.cache import ArtifactCache
 from bench.certify.audit.core import audit_mechanism
 from bench.certify.lipschitz.global_bounds import lipschitz_upper_bound
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.metrics.stats import summarize
-from bench.protocols import FitContext, Guarantee, Mechanism, NoiseModel
+from bench.plugin.accounting import analytic_gaussian_delta, gaussian_sigma
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext, Guarantee, Mechanism, NoiseModel
+from bench.plugin.training import predict_scores
 from bench.tasks.images import FashionMNIST
-from bench.training import predict_scores
 from mechanisms.noise.input_noise import GaussInput
 from mechanisms.noise.output_noise import GaussOutput, LapOutput
 
@@ -249,8 +249,8 @@ def test_bad_parameters_refused(cls, params) -> None:
 def test_ip_fmnist_runs_the_papers_figure_points_with_every_attack() -> None:
     """The trimmed ip-fmnist suite: the points of Figs. 3-5 / Table 6 and the reference
     table's rows, all four attacks on each, 3 seeds, within ~350 jobs."""
-    from bench.jobs import expand
-    from bench.suite import load_suite
+    from bench.run.plan import expand
+    from bench.suite.read import load_suite
 
     jobs = expand(load_suite("ip-fmnist"))
     assert len({j.hash for j in jobs}) == len(jobs) == 345

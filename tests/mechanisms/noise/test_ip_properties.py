@@ -19,8 +19,8 @@ import torch
 from scipy import integrate, stats
 from torch import nn
 
-from bench.accounting import analytic_gaussian_delta
 from bench.certify.lipschitz.global_bounds import l1_upper_bound, l2_upper_bound
+from bench.plugin.accounting import analytic_gaussian_delta
 from mechanisms.noise.input_noise import GaussInput
 from mechanisms.noise.lipschitz_nets import sll_network
 from mechanisms.noise.output_noise import GaussOutput, LapOutput

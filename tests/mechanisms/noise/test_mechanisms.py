@@ -10,8 +10,8 @@ import pytest
 import torch
 from scipy import stats
 
-from bench.errors import ConfigError
-from bench.protocols import NoiseModel
+from bench.core.errors import ConfigError
+from bench.plugin.protocols import NoiseModel
 from bench.tasks.images import FashionMNIST
 from mechanisms.noise.identity import Identity
 from mechanisms.noise.input_noise import GaussInput, LDPImage

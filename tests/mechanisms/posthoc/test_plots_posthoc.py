@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.report.families import board_plots
-from bench.report.html import _task_plots
-from bench.report.write import refresh_reproductions, write_leaderboard
+from bench.report.board.families import board_plots
+from bench.report.board.html import _task_plots
+from bench.report.board.write import refresh_reproductions, write_leaderboard
 from mechanisms.posthoc.plots import _panels, _radius_panels, write_posthoc_plots
 
 

@@ -11,13 +11,13 @@ import pytest
 import torch
 from scipy.stats import binomtest
 
-from bench.cache import ArtifactCache
 from bench.certify.audit.core import audit_mechanism
 from bench.certify.lipschitz.local import ReluMLP, build_milp, local_lipschitz, operator_norms
-from bench.errors import ConfigError
-from bench.jobs import code_files
-from bench.protocols import FitContext
-from bench.suite import make_task
+from bench.core.errors import ConfigError
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.run.plan import code_files
+from bench.suite.read import make_task
 from mechanisms.posthoc import mechanism as posthoc_mechanism
 from mechanisms.posthoc.decisions import CertifierState
 from mechanisms.posthoc.mechanism import LDPEmbedding, PosthocPTR

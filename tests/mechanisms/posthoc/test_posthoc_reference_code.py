@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
-from bench.errors import ConfigError
-from bench.protocols import FitContext
-from bench.report import rows as report_rows
-from bench.report.frontier import frontier_points
-from bench.report.labels import WORST_CASE, describe_guarantee
-from bench.report.overview import task_overview
-from bench.suite import make_task
-from bench.testing import MechanismUnderTest, check_declares_guarantee
+from bench.core.errors import ConfigError
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.checks import MechanismUnderTest, check_declares_guarantee
+from bench.plugin.protocols import FitContext
+from bench.report.board import rows as report_rows
+from bench.report.board.frontier import frontier_points
+from bench.report.board.labels import WORST_CASE, describe_guarantee
+from bench.report.board.overview import task_overview
+from bench.suite.read import make_task
 from mechanisms.posthoc.mechanism import NOT_PRIVATE, PosthocPTR
 from mechanisms.posthoc.models import classifier, proxy_adversary, train_obfuscator
 from tests.mechanisms.posthoc.test_posthoc import TINY

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from attacks.inverter import InverterAttack
-from bench.cache import ArtifactCache
 from bench.certify.lipschitz.local import ReluMLP, local_lipschitz
-from bench.hashing import seeded_init
+from bench.core.hashing import seeded_init
 from bench.metrics.reconstruction import ssim
-from bench.protocols import FitContext
-from bench.suite import make_task
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.suite.read import make_task
 from mechanisms.posthoc.mechanism import PosthocPTR
 from mechanisms.posthoc.models import train_obfuscator, train_vae
 

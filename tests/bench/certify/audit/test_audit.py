@@ -15,9 +15,9 @@ from torch import nn
 from bench.certify.audit.bounds import clopper_pearson_upper, eps_detectable, eps_lower_bound
 from bench.certify.audit.core import audit_mechanism
 from bench.certify.audit.pairs import domain_pairs, parse_norm, radius_pairs
-from bench.protocols import DataSplit, Guarantee, NoiseModel, Splits, Task
+from bench.plugin.input_space import InputSpaceMechanism
+from bench.plugin.protocols import DataSplit, Guarantee, NoiseModel, Splits, Task
 from bench.tasks.images import FashionMNIST
-from mechanisms.base import InputSpaceMechanism
 from mechanisms.noise.identity import Identity
 from mechanisms.noise.input_noise import GaussInput, LDPImage
 from tests.plugins.bench_test_plugins import HalfNoiseGauss

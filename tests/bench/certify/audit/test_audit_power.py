@@ -11,7 +11,6 @@ import pytest
 import torch
 from torch import nn
 
-from bench.accounting import analytic_gaussian_eps
 from bench.certify.audit.core import audit_mechanism
 from bench.certify.audit.power import (
     gaussian_mu,
@@ -20,7 +19,8 @@ from bench.certify.audit.power import (
     plan_at,
     planned_draws,
 )
-from bench.protocols import DataSplit, NoiseModel, Splits, Task
+from bench.plugin.accounting import analytic_gaussian_eps
+from bench.plugin.protocols import DataSplit, NoiseModel, Splits, Task
 from mechanisms.noise.input_noise import GaussInput, LDPImage
 from mechanisms.noise.output_noise import GaussOutput, LapOutput
 

@@ -17,11 +17,11 @@ import pytest
 import torch
 from torch import nn
 
-from bench.cache import ArtifactCache
 from bench.certify.audit.core import audit_mechanism
 from bench.certify.lipschitz.local import ReluMLP
-from bench.protocols import DataSplit, FitContext, Guarantee, Splits, Task
-from bench.registry import MECHANISMS, TASKS
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import DataSplit, FitContext, Guarantee, Splits, Task
+from bench.plugin.registry import MECHANISMS, TASKS
 from mechanisms.label_only.leave_one_out import StackMember
 from mechanisms.label_only.lucid import NaiveIDP
 from mechanisms.posthoc.mechanism import PosthocPTR

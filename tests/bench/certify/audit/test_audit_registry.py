@@ -5,7 +5,7 @@ and no other family's."""
 from __future__ import annotations
 
 from bench.certify.audit.registry import audit_modules, registered_audit
-from bench.jobs import code_files_of
+from bench.run.plan import code_files_of
 from mechanisms.label_only.lucid import LabelOnly, LeaveOneOutAccess, NaiveIDP
 from mechanisms.noise.input_noise import GaussInput
 from mechanisms.posthoc.mechanism import PosthocPTR

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from bench.cache import ArtifactCache
 from bench.certify.idp import bound as idp_bound
 from bench.certify.idp.bound import decision_bound
 from bench.certify.idp.diff import (
@@ -25,8 +24,9 @@ from bench.certify.idp.diff import (
     pair_model,
 )
 from bench.certify.milp import MILP, LinearRelaxation
-from bench.protocols import FitContext
-from bench.registry import MECHANISMS, TASKS
+from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.protocols import FitContext
+from bench.plugin.registry import MECHANISMS, TASKS
 from tests import lucid_toy
 from tests.lucid_toy import ToyNetworks
 

@@ -15,7 +15,7 @@ from bench.certify.lipschitz.global_bounds import (
     lipschitz_upper_bound,
     power_iteration,
 )
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from bench.tasks.models import Normalize, small_cnn
 
 

@@ -15,7 +15,7 @@ from bench.certify.lipschitz.local import (
     preactivation_bounds,
 )
 from bench.certify.lipschitz.patterns import _norm_bounds, _Part, _ReachLP, exact_by_patterns
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from tests.bench.certify.lipschitz.test_local_lipschitz import CASES, brute_force, random_net
 
 pytestmark = pytest.mark.usefixtures("one_thread")

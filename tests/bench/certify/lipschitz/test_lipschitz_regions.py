@@ -16,7 +16,7 @@ from bench.certify.lipschitz.patterns import _ReachLP, exact_by_patterns
 from bench.certify.lipschitz.ranges import LayerOneRanges
 from bench.certify.lipschitz.regions import exact_by_regions
 from bench.certify.lipschitz.relu import operator_norms
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 from tests.bench.certify.lipschitz.test_local_lipschitz import brute_force, random_net
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -23,7 +23,7 @@ from bench.certify.lipschitz.local import (
     upper_bound,
 )
 from bench.certify.milp import MILP, gurobi_available
-from bench.errors import ConfigError
+from bench.core.errors import ConfigError
 
 
 def random_net(sizes: list[int], seed: int) -> ReluMLP:

@@ -1,0 +1,185 @@
+"""Checks a run makes before it writes anything: every path it will write (store, artifact
+cache, leaderboard directory) is usable, the leaderboard stays inside its directory, and
+the run-time settings are valid. Each failure is a one-line ConfigError (exit 2) naming the
+path and the fix, so a refused run leaves no file behind and no job runs in vain.
+
+Nothing here creates a file or a directory: a path that does not exist yet is judged by
+its nearest existing ancestor (a directory this user may write into).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import sqlite3
+import stat
+from pathlib import Path
+
+from bench.core.errors import BenchError, ConfigError
+
+# A suite name is a path component of its leaderboard directory: letters, digits, '-', '_'
+# and '.', not leading with '.', so that neither '.', '..' nor a hidden name is possible.
+SUITE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+BOARDS_ROOT = Path("leaderboards")
+# More seeds than any study needs: `seeds = 9223372036854775807` (a suite's, or
+# `bench run --seeds`) is refused at once, not expanded until memory runs out.
+MAX_SEEDS = 1000
+
+
+def check_suite_name(name: str, where: str) -> str:
+    """`name` when it is a safe leaderboard directory name, else a one-line ConfigError."""
+    if not SUITE_NAME.fullmatch(name):
+        raise ConfigError(
+            f"{where}: suite name {name!r} is not allowed; use 1-100 letters, digits, '-', "
+            "'_' or '.' (not first), e.g. name = \"my-suite\""
+        )
+    return name
+
+
+def board_dir(out: Path | None, suite: str) -> Path:
+    """Where a suite's leaderboard goes: `out`, else leaderboards/SUITE, which must resolve
+    to a directory directly inside leaderboards/ (never the site index's own directory)."""
+    if out is not None:
+        return out
+    path = BOARDS_ROOT / suite
+    root = BOARDS_ROOT.resolve()
+    if path.resolve().parent != root:
+        raise ConfigError(
+            f"suite {suite!r}: leaderboard directory {path} resolves outside {BOARDS_ROOT}/; "
+            "rename the suite or pass --out DIR"
+        )
+    return path
+
+
+def _lstat(path: Path, what: str) -> os.stat_result | None:
+    """os.stat of `path` (None when it does not exist), with a NUL byte or an overlong
+    name a one-line error instead of a ValueError."""
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+    except ValueError as exc:  # an embedded NUL byte
+        raise ConfigError(f"{what} {path!r}: not a usable path ({exc})") from exc
+    except NotADirectoryError:
+        return None  # a parent is a file: found by the ancestor walk
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: cannot be used ({os_reason(exc)})") from exc
+
+
+def _nearest_existing(path: Path, what: str) -> Path:
+    """The nearest ancestor of a path that does not exist; a file there is an error."""
+    for parent in path.absolute().parents:
+        st = _lstat(parent, what)
+        if st is None:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise ConfigError(
+                f"{what} {path}: {parent} is a file, not a directory; choose a path under a "
+                "directory"
+            )
+        return parent
+    return Path("/")
+
+
+def _writable_dir(directory: Path, path: Path, what: str) -> None:
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"{what} {path}: directory {directory} is read-only for this user; make it "
+            "writable or choose another path"
+        )
+
+
+def check_dir_target(path: Path, what: str) -> None:
+    """A directory bench will create (if needed) and write into: an existing directory
+    this user can write, or a path whose nearest existing ancestor is one."""
+    st = _lstat(path, what)
+    if st is not None:
+        if not stat.S_ISDIR(st.st_mode):
+            raise ConfigError(f"{what} {path} is not a directory; point it at a directory")
+        _writable_dir(path, path, what)
+        return
+    _writable_dir(_nearest_existing(path, what), path, what)
+
+
+def check_file_target(path: Path, what: str) -> bool:
+    """A file bench will open for writing (a SQLite store, with its -wal and -shm files
+    beside it): a regular, writable file in a writable directory, or a new file a writable
+    directory can hold. True when the file exists already."""
+    st = _lstat(path, what)
+    if st is None:
+        _writable_dir(_nearest_existing(path, what), path, what)
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{what} {path}: is a directory; --store takes a .sqlite file path")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(
+            f"{what} {path}: not a regular file (a FIFO, socket or device); "
+            "--store takes a .sqlite file path"
+        )
+    if not os.access(path, os.R_OK | os.W_OK):
+        raise ConfigError(
+            f"{what} {path}: the file is read-only for this user; make it writable "
+            "(chmod u+w) or use another --store"
+        )
+    _writable_dir(path.absolute().parent, path, what)
+    return True
+
+
+# ------------------------------------------------------------ failures during a run
+
+_FIXES = {
+    errno.ENOSPC: "the disk is full; free space and run the same command to resume",
+    errno.EFBIG: "the file size limit was reached (disk full or a quota); free space or "
+    "raise the limit, then run the same command to resume",
+    errno.EDQUOT: "the disk quota is used up; free space and run the same command to resume",
+    errno.EROFS: "the filesystem is read-only; choose a writable path",
+    errno.EACCES: "permission denied; make it writable or choose another path",
+    errno.EPERM: "permission denied; make it writable or choose another path",
+    errno.ENOTDIR: "a parent is a file, not a directory; choose a path under a directory",
+    errno.EISDIR: "it is a directory; choose a file path",
+    errno.ENOENT: "a directory on the way does not exist and could not be created",
+}
+
+
+def os_reason(exc: OSError) -> str:
+    """An OSError as `strerror` and the fix for its errno."""
+    fix = _FIXES.get(exc.errno or 0)
+    text = exc.strerror or str(exc)
+    return f"{text}: {fix}" if fix else text
+
+
+def sqlite_reason(exc: sqlite3.Error) -> str:
+    """A SQLite error with the fix for the usual causes (a full disk, a read-only file)."""
+    text = " ".join(str(exc).split())
+    low = text.lower()
+    if "disk i/o error" in low or "disk is full" in low:
+        fix = "the disk may be full or the file size limit reached; free space and run the "
+        fix += "same command to resume (stored jobs are kept)"
+    elif "readonly" in low or "read-only" in low:
+        fix = "the store is read-only; make it and its directory writable"
+    elif "locked" in low or "busy" in low:
+        fix = "another process holds the store locked; wait for it or use another --store"
+    else:
+        fix = "run the same command to resume (stored jobs are kept)"
+    return f"{text}: {fix}"
+
+
+class RunStorageError(BenchError):
+    """Writing a store, a cache entry or a leaderboard failed during a run (disk full, a
+    read-only file): jobs stored before it are kept; exit code 1."""
+
+    exit_code = 1
+
+
+def during_run(exc: BaseException, where: str) -> RunStorageError:
+    """The one-line error for an OS or SQLite failure while a run writes `where`."""
+    if isinstance(exc, sqlite3.Error):
+        reason = sqlite_reason(exc)
+    elif isinstance(exc, OSError):
+        reason = os_reason(exc)
+        if getattr(exc, "filename", None):
+            where = str(exc.filename)
+    else:
+        reason = " ".join(str(exc).split())
+    return RunStorageError(f"writing {where} failed: {reason}")

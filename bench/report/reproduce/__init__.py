@@ -1,0 +1,1 @@
+"""Paper reproductions: the reference tables, the verdict rules, the rendered tables."""

@@ -1,0 +1,1 @@
+"""Maintainer tools over committed boards: compare, profile, status, attack strength."""

@@ -1,0 +1,2 @@
+"""The kinds of job: reconstruction and utility jobs (reconstruction.py), membership
+inference against label-only mechanisms (membership.py)."""

@@ -1,0 +1,251 @@
+"""Membership inference against label-only mechanisms: the attack contract, the attacker's
+label-only access, and the job that runs one attack on members and held-out non-members.
+
+The game (Yeom et al. 2018; Carlini et al. 2022): the mechanism is fitted on the task's
+training split; the attacker gets m training records drawn at random per seed (members) and
+m records of the same distribution that no split holds, with the members' count of each
+label (non-members; the held-out test split where the task has no unused records), shuffled
+together with their true labels, and scores each; the scores give the ROC AUC and the TPR at
+a low FPR (bench.metrics.membership).
+The attacker sees the mechanism only through `LabelAccess`: labels of the records it asks
+about, answered by `Mechanism.release` exactly as the mechanism serves any user, so a
+repeated query of the same record gets the answer the mechanism remembered.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from bench.core.device import to_cpu
+from bench.core.errors import ConfigError, MechanismOutputError
+from bench.core.hashing import derive_seed
+from bench.metrics import MetricResult
+from bench.metrics.membership import (
+    FPR_LEVELS,
+    MIN_NONMEMBERS,
+    auc_samples,
+    ceiling,
+    ceiling_test,
+    claimed_bound,
+    threshold_at_fpr,
+)
+from bench.metrics.stats import scalar, summarize
+from bench.plugin.protocols import (
+    Attack,
+    AttackParams,
+    DataSplit,
+    FitContext,
+    Guarantee,
+    Mechanism,
+    Release,
+    Splits,
+    Task,
+)
+from bench.plugin.registry import ATTACKS
+from bench.run.kinds.reconstruction import CostClock, JobOutcome, fit_mechanism, job_environment
+from bench.run.plan import Job
+
+QUERY_CHUNK = 512  # records per release call: bounds naive-idp's (networks x queries) logits
+
+
+class LabelAccess:
+    """The attacker's only view of the mechanism: the label it serves for each record asked.
+    Every call goes through `release` with one generator for the whole attack, in the order
+    the attacker asks, so the answers (and the mechanism's memory) are the same on every run."""
+
+    def __init__(self, mechanism: Mechanism, generator: torch.Generator) -> None:
+        self._mechanism = mechanism
+        self._generator = generator
+        self.queries = 0
+
+    def labels(self, x: torch.Tensor) -> torch.Tensor:
+        """(N,) served labels of the records `x` (N, d)."""
+        out = []
+        for chunk in x.split(QUERY_CHUNK):
+            release = self._mechanism.release(chunk, self._generator)
+            if not isinstance(release, Release) or len(release) != len(chunk):
+                raise MechanismOutputError(
+                    f"mechanism {self._mechanism.name}: release of {len(chunk)} queries did "
+                    "not return a Release with one row per query"
+                )
+            out.append(to_cpu(release.values).argmax(1))
+            self.queries += len(chunk)
+        return torch.cat(out)
+
+
+class MembershipAttack(Attack):
+    """A membership-inference attack: scores records, higher meaning "more likely a member".
+
+    It is an Attack (parameters, registry, suites) that reconstructs nothing; the harness runs
+    it through `run_membership_job`, never through the reconstruction path."""
+
+    modalities: ClassVar[frozenset[str]] = frozenset({"tabular"})
+
+    @dataclass(frozen=True)
+    class Params(AttackParams):
+        records: int = 0  # members attacked, as many non-members (0: every training record)
+
+    p: Params
+    infers_membership: ClassVar[bool] = True  # bench.run.plan pairs it with label-only mechanisms
+
+    task: Task
+    ctx: FitContext
+
+    def check_params(self) -> None:
+        if self.p.queries != 1:
+            raise ConfigError(
+                f"attack {self.name}: queries must be 1 (label-only mechanisms remember their "
+                "answers; the attack decides itself which records it asks about)"
+            )
+
+    def fit(self, mechanism: Mechanism, task: Task, aux: DataSplit, ctx: FitContext) -> None:
+        """Keep what the attacker may know besides the answers: the task (its records'
+        encoding) and the job's seed and cache. The mechanism is never kept: its answers
+        come through `LabelAccess` only."""
+        self.task, self.ctx = task, ctx
+
+    def reconstruct(self, release: Release) -> torch.Tensor:
+        raise NotImplementedError(f"attack {self.name} infers membership; it reconstructs nothing")
+
+    @abstractmethod
+    def score(
+        self, access: LabelAccess, x: torch.Tensor, y: torch.Tensor, train_index: torch.Tensor
+    ) -> torch.Tensor:
+        """(N,) membership scores of the records `x` with true labels `y`. `train_index[k]`
+        is record k's position in the training split if it has one, else -1: what an
+        attacker who knows the rest of the training set (the DP adversary) uses to pick the
+        network trained without it; an attack that does not use it must ignore it."""
+
+
+def is_membership_attack(name: str | None) -> bool:
+    """Whether the registered attack `name` is a membership-inference attack."""
+    return name is not None and issubclass(ATTACKS.get(name), MembershipAttack)
+
+
+@runtime_checkable
+class HasPopulation(Protocol):
+    """A task that can hand out records of its training distribution which no split holds."""
+
+    def population(self) -> DataSplit | None: ...
+
+
+def nonmember_pool(task: Task, splits: Splits) -> DataSplit:
+    """Where non-members are drawn: the task's unused records of the training distribution
+    when it has them (exchangeable with the members, so a membership-blind score has the
+    same distribution on both sides), else the held-out test split."""
+    population = task.population() if isinstance(task, HasPopulation) else None
+    return population if population is not None and len(population) > 0 else splits.test
+
+
+def attacked_records(
+    task: Task, records: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(x, y, member, train_index): `records` training records drawn at random for the seed
+    (0: all of them) and, from `nonmember_pool`, as many non-members with the same count of
+    each label, interleaved in a seeded order. Matching the label counts puts every
+    membership-blind score on the prior line exactly: a score that depends on the record's
+    label alone (a constant predictor's correctness) has the same distribution on both
+    sides, so its AUC is 0.5 and its TPR equals its FPR."""
+    splits = task.splits()
+    n_train = len(splits.train)
+    m = n_train if records == 0 else min(records, n_train)
+    members = (
+        torch.randperm(
+            n_train, generator=torch.Generator().manual_seed(derive_seed(seed, "mia-members"))
+        )[:m]
+        .sort()
+        .values
+    )
+    member_y = splits.train.y[members]
+    pool = nonmember_pool(task, splits)
+    draw = torch.Generator().manual_seed(derive_seed(seed, "mia-nonmembers"))
+    chosen = []
+    for label in member_y.unique().tolist():
+        need = int((member_y == label).sum())
+        candidates = (pool.y == label).nonzero().squeeze(1)
+        if len(candidates) < need:
+            raise ConfigError(
+                f"membership inference needs {need} held-out records of label {label} to match "
+                f"the members, the non-member pool has {len(candidates)}; lower the attack's "
+                "`records`"
+            )
+        chosen.append(candidates[torch.randperm(len(candidates), generator=draw)[:need]])
+    held_out = torch.cat(chosen)
+    x = torch.cat([splits.train.x[members], pool.x[held_out]])
+    y = torch.cat([member_y, pool.y[held_out]])
+    member = torch.cat([torch.ones(m, dtype=torch.bool), torch.zeros(m, dtype=torch.bool)])
+    train_index = torch.cat([members, torch.full((m,), -1)])
+    order = torch.randperm(
+        2 * m, generator=torch.Generator().manual_seed(derive_seed(seed, "mia-order"))
+    )
+    return x[order], y[order], member[order], train_index[order]
+
+
+def claim_of(guarantee: Guarantee) -> tuple[float, float] | None:
+    """(eps, delta) of a claim that bounds this game, else None (bench.metrics.membership)."""
+    return claimed_bound(guarantee.to_dict())
+
+
+def membership_metrics(
+    scores: np.ndarray, member: np.ndarray, claim: tuple[float, float] | None, seed: int
+) -> dict[str, MetricResult]:
+    """AUC and TPR at the low FPRs the non-member count allows, each with per-record samples
+    for the seed-level bootstrap, the prior line, and the claim's ceiling at 1% FPR with the
+    exact test of it (bench.metrics.membership.ceiling_test, its split drawn from `seed`)."""
+    members, nonmembers = scores[member], scores[~member]
+    out: dict[str, MetricResult] = {
+        "mia_auc": summarize(auc_samples(members, nonmembers)),
+        "mia_auc_prior": scalar(0.5),
+        "mia_records": scalar(float(len(members))),
+    }
+    for suffix, alpha in FPR_LEVELS:
+        if len(nonmembers) < MIN_NONMEMBERS[suffix]:
+            continue
+        c, _, _ = threshold_at_fpr(members, nonmembers, alpha)
+        out[f"mia_tpr_at_{suffix}_fpr"] = summarize((members >= c).astype(np.float64))
+        if suffix == "1pct":
+            out["mia_tpr_at_1pct_fpr_prior"] = scalar(alpha)
+            if claim is not None:
+                eps, delta = claim
+                out["mia_ceiling_1pct_fpr"] = scalar(ceiling(eps, delta, alpha))
+                split = np.random.default_rng(derive_seed(seed, "mia-ceiling-split"))
+                tpr_low, limit = ceiling_test(members, nonmembers, eps, delta, alpha, split)
+                out["mia_ceiling_beaten"] = scalar(float(tpr_low > limit))
+    return out
+
+
+def run_membership_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
+    """One membership-inference job, pinned as `bench.run.kinds.reconstruction.run_job` pins a job."""
+    with job_environment(job) as on:
+        return _run(job, cache_root, progress, on.device)
+
+
+def _run(job: Job, cache_root: Path, progress: bool, device: torch.device) -> JobOutcome:
+    start = time.perf_counter()
+    fitted = fit_mechanism(job, cache_root, progress, device)
+    task, cache, mech = fitted.task, fitted.cache, fitted.mechanism
+    attack = ATTACKS.get(job.attack)(**job.attack_params)
+    x, y, member, train_index = attacked_records(task, attack.p.records, job.seed)
+    clock = CostClock(cache)
+    attack.fit(mech, task, fitted.splits.aux, FitContext(job.seed, cache, progress, device))
+    access = LabelAccess(mech, torch.Generator().manual_seed(derive_seed(job.seed, "release")))
+    scores = to_cpu(attack.score(access, x, y, train_index))
+    if tuple(scores.shape) != (len(x),) or not torch.isfinite(scores).all():
+        raise MechanismOutputError(
+            f"attack {job.attack}: score() must return {len(x)} finite scores, got "
+            f"{tuple(scores.shape)}"
+        )
+    guarantee = mech.guarantee()
+    metrics = membership_metrics(
+        scores.double().numpy(), member.numpy(), claim_of(guarantee), job.seed
+    )
+    metrics["attack_s"] = scalar(clock.seconds())
+    metrics["mia_queries"] = scalar(access.queries / len(x))
+    return JobOutcome(metrics, guarantee.to_dict(), time.perf_counter() - start)

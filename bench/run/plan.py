@@ -1,0 +1,242 @@
+"""Jobs: one (task, mechanism + params, attack + params or None, seed) of a suite.
+
+A job's identity is a hash of its resolved config, the task version, the data actually
+loaded, and the code version of the parts it uses; the store skips any job whose hash
+it already holds, which is what makes reruns free and interrupted runs resumable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from bench.certify.audit.registry import audit_modules
+from bench.core.codeversion import AUDIT_PACKAGE, module_files
+from bench.core.codeversion import RESULT_NEUTRAL as RESULT_NEUTRAL  # re-exported (tests)
+from bench.core.codeversion import code_files as code_files  # re-exported (tests)
+from bench.core.device import device_kind, jobs_device
+from bench.core.errors import ConfigError
+from bench.core.hashing import digest, files_digest
+from bench.core.preflight import MAX_SEEDS
+from bench.core.project import in_project
+from bench.core.threads import threads_for
+from bench.plugin.protocols import Task
+from bench.plugin.registry import ATTACKS, MECHANISMS, TASKS
+from bench.suite.read import MAX_JOBS, Entry, Suite, job_count_bound, make_task
+
+# Harness modules every job's result depends on.
+_HARNESS = (
+    "bench.core.cpu_math",  # the ISA every job's CPU arithmetic is pinned to
+    "bench.run.kinds.reconstruction",
+    "bench.plugin.protocols",
+    "bench.plugin.training",
+    "bench.metrics.reconstruction",
+    "bench.metrics.utility",
+    "bench.metrics.stats",
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A unit of work; `hash` identifies it across runs and machines."""
+
+    task: str
+    task_options: dict[str, Any]  # as written in the suite (may hold a local data_root)
+    task_config: dict[str, Any]  # resolved options that define the data and model
+    mechanism: str
+    params: dict[str, Any]
+    attack: str | None
+    attack_params: dict[str, Any]
+    seed: int
+    attack_samples: int
+    task_version: str
+    data_hash: str
+    code_hash: str
+    # Intra-op threads the job runs with (bench.core.threads); fixed by the mechanism's code,
+    # which the code hash covers, so it is not hashed again.
+    threads: int = 1
+    # Where the job runs (bench.core.device): "cpu", "cuda", "cuda:N" or "mps". An accelerator's
+    # kernels give other floats than the CPU's, so its kind (not its index) is part of the
+    # hash; the CPU is not (the reference every device is compared with), so a CPU job's
+    # hash is that of its config, data and code alone.
+    device: str = "cpu"
+    hash: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        identity = {
+            "config": self.config(),
+            "task_version": self.task_version,
+            "data": self.data_hash,
+            "code": self.code_hash,
+        }
+        kind = device_kind(self.device)
+        if kind != "cpu":
+            identity["device"] = kind
+        object.__setattr__(self, "hash", digest(identity, length=20))
+
+    def config(self) -> dict[str, Any]:
+        """The resolved configuration (defaults filled in) that defines this job."""
+        return {
+            "task": self.task,
+            "task_config": self.task_config,
+            "mechanism": self.mechanism,
+            "params": self.params,
+            "attack": self.attack,
+            "attack_params": self.attack_params,
+            "seed": self.seed,
+            "attack_samples": self.attack_samples if self.attack else None,
+        }
+
+    def label(self) -> str:
+        params = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        tail = f" / {self.attack}" if self.attack else ""
+        return f"{self.task} / {self.mechanism}({params}){tail} / seed {self.seed}"
+
+
+def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
+    """The source files a job's code version covers: the modules of each class and its
+    project base classes, what they import from the project, and the harness modules;
+    the audit's modules only for a job that runs the audit (`audited`)."""
+    skip_audit = not audited
+    files: set[Path] = set()
+    for cls in classes:
+        for base in cls.__mro__:
+            if in_project(base.__module__):
+                files |= module_files(base.__module__, skip_audit)
+    for module_name in _HARNESS:
+        files |= module_files(module_name, skip_audit)
+    if audited:
+        files |= module_files(f"{AUDIT_PACKAGE}.core")
+        for cls in classes:  # a family's own audit (bench.certify.audit.registry)
+            for module_name in audit_modules(cls):
+                files |= module_files(module_name)
+    return files
+
+
+@cache
+def code_hash_of(*classes: type, audited: bool = False) -> str:
+    """Code version of the parts a job uses (the files of `code_files_of`)."""
+    return files_digest(sorted(code_files_of(*classes, audited=audited)))
+
+
+def _infers_membership(attack_cls: type) -> bool:
+    """Whether an attack class infers membership (bench.run.kinds.membership.MembershipAttack) rather
+    than reconstructing inputs."""
+    return bool(getattr(attack_cls, "infers_membership", False))
+
+
+def _attack_samples(suite: Suite, entry: Entry, task: Task) -> int:
+    """The test samples the task's attack jobs score; a suite asking for more than the task
+    has is refused (the row would record a sample count its metrics do not have)."""
+    wanted = entry.attack_samples or suite.attack_samples
+    n_test = len(task.splits().test)
+    if wanted > n_test:
+        raise ConfigError(
+            f"{suite.source}: attack_samples = {wanted}, but task {entry.name} has only "
+            f"{n_test} test samples; set attack_samples = {n_test} in its [[task]] (or lower "
+            "the suite's)"
+        )
+    return wanted
+
+
+def _check_sizes(suite: Suite, entry: Entry, task: Task) -> None:
+    """A size option larger than its split is refused, naming the size there is: the task
+    would run on fewer samples than its config (and every stored row) says."""
+    splits = None
+    for key, split in (("n_train", "train"), ("n_aux", "aux"), ("n_test", "test")):
+        wanted = getattr(task, key, None)
+        if not isinstance(wanted, int):
+            continue
+        splits = splits or task.splits()
+        have = len(getattr(splits, split))
+        if wanted > have:
+            raise ConfigError(
+                f"{suite.source}: task {entry.name}: {key} = {wanted:,}, but its {split} "
+                f"split has only {have:,} samples; set {key} <= {have} (or leave it out: all)"
+            )
+
+
+def expand(
+    suite: Suite,
+    *,
+    seeds: int | None = None,
+    task: str | None = None,
+    mechanism: str | None = None,
+    attack: str | None = None,
+    device: str | None = None,
+) -> list[Job]:
+    """All jobs of a suite, optionally filtered, to run on `device` (a device string,
+    bench.core.device; None: the suite's `device` key, else the CPU); utility jobs (attack None)
+    always included for the selected (task, mechanism) pairs."""
+    on = jobs_device(device or suite.device, check=False, where=f"{suite.source}: 'device'")
+    if seeds is not None:
+        if not 1 <= seeds <= MAX_SEEDS:
+            raise ConfigError(f"--seeds must be in [1, {MAX_SEEDS}], got {seeds:,}")
+        bound = job_count_bound(replace(suite, seeds=seeds))
+        if bound > MAX_JOBS:
+            raise ConfigError(
+                f"{suite.source} with {seeds} seeds expands to up to {bound:,} jobs, more "
+                f"than {MAX_JOBS:,}; lower --seeds"
+            )
+    jobs: list[Job] = []
+    for t_entry in suite.tasks:
+        if task is not None and t_entry.name != task:
+            continue
+        task_obj: Task = make_task(t_entry.name, t_entry.params, suite.source)
+        _check_sizes(suite, t_entry, task_obj)
+        data_hash = task_obj.data_fingerprint()
+        task_cls = TASKS.get(t_entry.name)
+        for m_entry in suite.mechanisms:
+            if (mechanism is not None and m_entry.name != mechanism) or not m_entry.applies_to(
+                t_entry.name
+            ):
+                continue
+            m_cls = MECHANISMS.get(m_entry.name)
+            if task_obj.modality not in m_cls.modalities:
+                continue
+            # Reconstruction attacks need an encoder, which a label-only release does not
+            # have; membership-inference attacks need label-only access (bench.run.kinds.membership).
+            attack_entries = [
+                a
+                for a in suite.attacks
+                if (attack is None or a.name == attack)
+                and a.applies_to(t_entry.name)
+                and a.attacks_mechanism(m_entry.name)
+                and task_obj.modality in ATTACKS.get(a.name).modalities
+                and bool(m_cls.releases_labels) == _infers_membership(ATTACKS.get(a.name))
+            ]
+            samples = _attack_samples(suite, t_entry, task_obj) if attack_entries else 0
+            for m_params in m_entry.param_sets():
+                resolved = m_cls(**m_params).params
+                for seed in range(seeds or suite.seeds):
+                    targets: list[tuple[str | None, dict[str, Any], tuple[type, ...]]] = [
+                        (None, {}, ())
+                    ]
+                    for a_entry in attack_entries:
+                        a_cls = ATTACKS.get(a_entry.name)
+                        for a_params in a_entry.param_sets():
+                            targets.append((a_entry.name, a_cls(**a_params).params, (a_cls,)))
+                    for a_name, a_params, a_classes in targets:
+                        jobs.append(
+                            Job(
+                                task=t_entry.name,
+                                task_options=dict(t_entry.params),
+                                task_config=task_obj.config(),
+                                mechanism=m_entry.name,
+                                params=resolved,
+                                attack=a_name,
+                                attack_params=a_params,
+                                seed=seed,
+                                attack_samples=samples,
+                                task_version=task_cls.version,
+                                data_hash=data_hash,
+                                code_hash=code_hash_of(
+                                    task_cls, m_cls, *a_classes, audited=a_name is None
+                                ),
+                                threads=threads_for(m_cls),
+                                device=on,
+                            )
+                        )
+    return jobs
