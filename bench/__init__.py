@@ -1,7 +1,8 @@
 """bench: benchmark and attack-evaluation suite for inference-time privacy mechanisms.
 
 The public API is deliberately small: bench.plugin (the protocols, the input-space
-base, the registration decorators), bench.plugin.accounting (noise calibration), bench.plugin.hooks (what
+base, the registration decorators), bench.plugin.accounting (noise calibration), bench.plugin.hooks
+(what
 a mechanism family adds: its audit, board plots, privacy level) and bench.api (plan, run,
 publish; `run_suite` does all three).
 

@@ -1,6 +1,7 @@
 """Code versions: the source files a module draws on, followed through its project imports.
 
-Job hashes (bench.run.plan) and artifact cache entries (bench.plugin.artifacts) are both keyed by them, so
+Job hashes (bench.run.plan) and artifact cache entries (bench.plugin.artifacts) are both keyed by
+them, so
 an edit anywhere below the code that computes a number (a helper of a helper) re-runs the
 jobs and rebuilds the artifacts that depend on it, and nothing else.
 """
@@ -16,7 +17,8 @@ from types import ModuleType
 from bench.core.hashing import files_digest
 from bench.core.project import in_project
 
-# The privacy audit runs in utility jobs only (bench.run.kinds.reconstruction), so only their code version
+# The privacy audit runs in utility jobs only (bench.run.kinds.reconstruction), so only their code
+# version
 # covers it: a better audit re-runs the cheap utility jobs, not the attacks.
 AUDIT_PACKAGE = "bench.certify.audit"
 # Modules that decide which jobs exist, find components by name, parse suite files, store

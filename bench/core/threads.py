@@ -6,7 +6,8 @@ a thread count fixed by the job itself (its mechanism's `resources["num_cpus"]`,
 never by the executor, `--jobs` or the machine; cached artifacts are keyed by the count they
 were built with (bench.plugin.artifacts), and the count is recorded in every row's provenance.
 The other hidden input, torch's global RNG (a module's default init draws from it), is
-seeded per job from its config (bench.run.kinds.reconstruction) and per artifact from its recipe (bench.plugin.artifacts).
+seeded per job from its config (bench.run.kinds.reconstruction) and per artifact from its recipe
+(bench.plugin.artifacts).
 """
 
 from __future__ import annotations

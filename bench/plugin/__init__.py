@@ -70,7 +70,44 @@ _EXPORTS: dict[str, str] = {
     ),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ArtifactCache",
+    "Attack",
+    "AuditOptions",
+    "AuditResult",
+    "BoardPlot",
+    "Claim",
+    "DataSplit",
+    "FamilyAudit",
+    "FitContext",
+    "Guarantee",
+    "InputSpaceMechanism",
+    "Mechanism",
+    "NoiseModel",
+    "PrivacyLevel",
+    "Release",
+    "Splits",
+    "Task",
+    "analytic_gaussian_delta",
+    "analytic_gaussian_eps",
+    "analytic_gaussian_sigma",
+    "audit_generator",
+    "check_privacy_params",
+    "classic_gaussian_sigma",
+    "eps_lower_bound",
+    "gaussian_sigma",
+    "laplace_scale",
+    "predict_scores",
+    "register_attack",
+    "register_audit",
+    "register_board_plot",
+    "register_mechanism",
+    "register_privacy_level",
+    "register_task",
+    "train_classifier",
+    "utility_model",
+]
+assert sorted(__all__) == sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

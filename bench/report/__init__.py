@@ -23,7 +23,8 @@ reproduction judges by). No module here names a mechanism family: a family's plo
 its own package (e.g. mechanisms/dfil/plots.py).
 
 The package sits below the CLI and the validation code: nothing here imports bench.cli.app,
-bench.api, bench.run.runner, bench.plugin.checks.validation or bench.plugin.checks (tests/repo/test_import_graph.py).
+bench.api, bench.run.runner, bench.plugin.checks.validation or bench.plugin.checks
+(tests/repo/test_import_graph.py).
 To add an output format: a module with a function from rows to text or bytes, called
 from write.write_leaderboard, with a test that a rerun writes it byte for byte again.
 """

@@ -122,7 +122,8 @@ def code_hash_of(*classes: type, audited: bool = False) -> str:
 
 
 def _infers_membership(attack_cls: type) -> bool:
-    """Whether an attack class infers membership (bench.run.kinds.membership.MembershipAttack) rather
+    """Whether an attack class infers membership (bench.run.kinds.membership.MembershipAttack)
+    rather
     than reconstructing inputs."""
     return bool(getattr(attack_cls, "infers_membership", False))
 
@@ -197,7 +198,8 @@ def expand(
             if task_obj.modality not in m_cls.modalities:
                 continue
             # Reconstruction attacks need an encoder, which a label-only release does not
-            # have; membership-inference attacks need label-only access (bench.run.kinds.membership).
+            # have; membership-inference attacks need label-only access
+            # (bench.run.kinds.membership).
             attack_entries = [
                 a
                 for a in suite.attacks

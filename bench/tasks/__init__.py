@@ -1,1 +1,2 @@
-"""Tasks: datasets with fixed splits, utility models, data ranges (see bench.plugin.protocols.Task)."""
+"""Tasks: datasets with fixed splits, utility models, data ranges (see
+bench.plugin.protocols.Task)."""

@@ -1,7 +1,8 @@
 """PTR test decisions of one release call, computed once and shared by the jobs that make it.
 
 The utility job and every attack job of a posthoc-ptr setting release the same test queries
-with the same release stream (bench.run.kinds.reconstruction: one stream per job seed), so they ask the same
+with the same release stream (bench.run.kinds.reconstruction: one stream per job seed), so they ask
+the same
 certified decisions (mechanisms/posthoc/ptr.py). Those decisions are a deterministic function
 of the fitted obfuscator, the PTR configuration, the region certificate, the embeddings and
 the drawn test noise, for certifiers that start without history: one job computes them and

@@ -36,7 +36,10 @@ def test_importing_bench_pins_torch_to_avx2_before_any_op():
 
 @pytest.mark.skipif(not HOST_HOLDS_CAPS, reason="needs an x86_64 CPU with AVX2 and FMA")
 def test_opting_out_leaves_the_host_isa_and_says_so():
-    probe = "import bench.store.results as s, os; print(s.machine_info()['cpu_isa'], 'MKL_CBWR' in os.environ)"
+    probe = (
+        "import bench.store.results as s, os; "
+        "print(s.machine_info()['cpu_isa'], 'MKL_CBWR' in os.environ)"
+    )
     assert _fresh(probe, **{OPT_OUT: "native"}).endswith("(host) False")
 
 

@@ -34,7 +34,8 @@ def test_highs_banner_is_absorbed_and_output_after_it_kept() -> None:
 
 def test_only_torchs_jit_deprecation_is_ignored() -> None:
     warn = (
-        "import warnings; from bench.core.quiet import silence_dependencies; silence_dependencies();"
+        "import warnings; from bench.core.quiet import silence_dependencies; "
+        "silence_dependencies();"
         " warnings.warn('`torch.jit.script` is deprecated. Please switch to torch.compile',"
         " FutureWarning); warnings.warn('another deprecation', FutureWarning)"
     )

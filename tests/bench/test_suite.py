@@ -141,7 +141,8 @@ def test_code_version_covers_what_computes_numbers_and_nothing_else() -> None:
 
 
 def test_artifact_seeding_is_pinned_since_bench_cache_is_outside_the_code_hash(tmp_path) -> None:
-    # bench.plugin.artifacts is RESULT_NEUTRAL, yet it seeds every artifact build from the recipe's key.
+    # bench.plugin.artifacts is RESULT_NEUTRAL, yet it seeds every artifact build from the recipe's
+    # key.
     # Changing that would change numbers without re-running any job: this test fails first.
     import torch
 

@@ -2,7 +2,8 @@
 
 Each check is a small named function `check_*(mut) -> note` that raises `CheckFailed` with
 a message saying what broke and how to fix it; `CHECKS` lists them in run order. `bench
-validate` runs them all (see bench/plugin/checks/validation.py); pytest runs them one test per check:
+validate` runs them all (see bench/plugin/checks/validation.py); pytest runs them one test per
+check:
 
     from bench.plugin.checks import parametrize_with_checks
 

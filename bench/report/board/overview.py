@@ -55,7 +55,8 @@ def _audit_power(metrics: dict[str, Any], guarantee: dict[str, Any] | None = Non
 
 def _membership_cells(worst: dict[str, Any] | None, rows: Any) -> dict[str, Any]:
     """A label-only setting's strongest TPR at 1% FPR (and 0.1% where reported), with the
-    attack that reached it, beside the ceiling its claim puts on that TPR (bench.metrics.membership)."""
+    attack that reached it, beside the ceiling its claim puts on that TPR
+    (bench.metrics.membership)."""
     metrics = (worst or {}).get("metrics", {})
     ceiling = next(
         (
@@ -128,7 +129,8 @@ def _weakest_validity_row(rows: Any) -> dict[str, Any] | None:
 
 def bound_of(row: dict[str, Any] | None) -> dict[str, str]:
     """What an attack row's bound check rests on ({"bound", "basis", "why"}; empty if the
-    mechanism did not say): "theorem" or "estimate" (bench.plugin.protocols.Mechanism.bound_basis)."""
+    mechanism did not say): "theorem" or "estimate"
+    (bench.plugin.protocols.Mechanism.bound_basis)."""
     return ((row or {}).get("guarantee") or {}).get("bound") or {}
 
 

@@ -1,5 +1,6 @@
 """Paper tables against bench's leaderboards: each headline cell a source paper reports (its
-reference table, bench/report/reproduce/reference/<paper>.toml), the bench row that answers it, and a verdict
+reference table, bench/report/reproduce/reference/<paper>.toml), the bench row that answers it, and
+a verdict
 computed from the numbers by the rules in bench.report.reproduce.verdicts, never typed in.
 
 A cell names its suite, task, mechanism, a subset of the row's params and the attack ("" for

@@ -1,4 +1,5 @@
-"""The verdict rules of the reproduction tables (bench.report.reproduce.reproduction), computed from a
+"""The verdict rules of the reproduction tables (bench.report.reproduce.reproduction), computed
+from a
 paper's values and the bench rows that answer them, never typed in.
 
 Three things decide a verdict: the cell's comparability class (only like-for-like cells,

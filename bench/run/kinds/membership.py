@@ -222,7 +222,8 @@ def membership_metrics(
 
 
 def run_membership_job(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome:
-    """One membership-inference job, pinned as `bench.run.kinds.reconstruction.run_job` pins a job."""
+    """One membership-inference job, pinned as `bench.run.kinds.reconstruction.run_job` pins a
+    job."""
     with job_environment(job) as on:
         return _run(job, cache_root, progress, on.device)
 

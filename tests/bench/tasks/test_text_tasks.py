@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from bench.core.errors import DataMissingError
+from bench.data import readers as sources
 from bench.plugin.artifacts import ArtifactCache
 from bench.plugin.protocols import FitContext
 from bench.plugin.registry import ATTACKS, MECHANISMS
 from bench.run.kinds.reconstruction import attack_metrics, utility_metrics
 from bench.suite.read import make_task
-from bench.data import readers as sources
 from bench.tasks import transformer_split
 from bench.tasks.text import _sentences
 from tests.conftest import run_cli, tiny_run_args
