@@ -1,218 +1,37 @@
-"""The small public API, the one path `bench run` and the tests take: plan a suite (its
-jobs, listed once), run the pending ones, publish its leaderboard.
+"""bench's run path, the one the CLI and the tests take: plan a suite (its jobs, listed once),
+run the pending ones, publish its leaderboard; `run_suite` does all three with everything a
+run checks and writes around them (the preflight, the warm rerun, the site index, the kept
+plan), and `bench run` is a thin caller of it.
 
-from bench.api import plan, publish, run, run_suite
-run_suite("smoke")            # same as `bench run --suite smoke`
+    from bench.api import run_suite
+    outcome = run_suite("smoke")          # same as `bench run --suite smoke`
+    print(*outcome.lines, sep="\\n")
+
+Heavy modules (torch, the harness, the report) are imported inside the functions that need
+them, so a warm rerun, which answers from the kept plan, never imports torch.
 """
 
 from __future__ import annotations
 
-import sys
+import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
+from bench.core.cpu_math import pin_cpu_math
+from bench.core.errors import BenchError, ConfigError, JobsFailedError
+from bench.core.preflight import board_dir, check_dir_target, check_file_target, during_run
 
-from bench import __version__
-from bench.core.device import jobs_device
-from bench.core.errors import ConfigError, JobsFailedError, UnknownNameError
-from bench.core.hashing import digest, files_digest
-from bench.data.locations import cache_dir
-from bench.plugin.checks import waivers
-from bench.plugin.checks.waivers import attach_expected_failures, waivers_of
-from bench.plugin.registry import MECHANISMS
-from bench.report.board.html import report_digest
-from bench.report.board.labels import setting_order, short_setting, varying_params
-from bench.report.board.markdown import SentenceExample
-from bench.report.board.provenance import attach_environment, attach_provenance
-from bench.report.board.row import Row
-from bench.report.board.rows import build_rows
-from bench.report.board.write import (
-    declared_utility_metrics,
-    leaderboard_is_current,
-    shows_inputs,
-    write_leaderboard,
-)
-from bench.run.executors import Executor
-from bench.run.plan import Job, expand
-from bench.run.runner import FailedJob, RunSummary, run_jobs
-from bench.store.guard import open_store
-from bench.store.results import ResultStore
-from bench.suite.read import Suite, SuiteSource, load_suite, make_task, selects
+if TYPE_CHECKING:
+    from bench.run.executors import Executor
+    from bench.run.plan import Job
+    from bench.run.runner import FailedJob, RunSummary
+    from bench.store.results import ResultStore
+    from bench.suite.read import Suite, SuiteSource
 
-
-def expand_suite(
-    name_or_path: str | SuiteSource,
-    seeds: int | None = None,
-    device: str | None = None,
-    *,
-    check_device: bool = True,
-) -> tuple[Suite, list[Job]]:
-    """Load and validate a suite, and list all its jobs, on `device` (else the suite's
-    `device` key, else the CPU); with `check_device`, a device this machine lacks is a
-    one-line DeviceError (bench.core.device.jobs_device)."""
-    suite = load_suite(name_or_path)
-    where = "--device" if device is not None else f"{suite.source}: 'device'"
-    on = jobs_device(device or suite.device, check=check_device, where=where)
-    return suite, expand(suite, seeds=seeds, device=on)
-
-
-def code_version_of(jobs: list[Job]) -> str:
-    """The code version a board of these jobs is stamped with: bench's version and a digest
-    of the jobs' code hashes, so it changes exactly when some job's code does."""
-    return f"{__version__}+{digest(sorted({j.code_hash for j in jobs}), length=10)}"
-
-
-def leaderboard_rows(
-    suite: Suite,
-    jobs: list[Job],
-    results: list[dict[str, Any]],
-    machines: dict[str, dict[str, str]],
-) -> list[Row]:
-    """Every row of a suite's board from its jobs' stored results: aggregated over seeds with
-    the worst cases and flags (report.rows), then each row's versions and machines, the
-    contract checks its mechanism waives, and its paper and doc links."""
-    rows = build_rows(results)
-    rows = attach_provenance(rows, jobs, suite.version)
-    rows = attach_environment(rows, jobs, machines)
-    rows = attach_expected_failures(rows)
-    return attach_papers(rows)
-
-
-def write_suite_leaderboard(
-    suite: Suite, jobs: list[Job], store: ResultStore, out_dir: Path, *, only_if_stale: bool = False
-) -> list[Path]:
-    """Leaderboard files of a fully stored suite. `generated_at` is the time of the newest
-    result, so regenerating from the same results gives byte-identical files. With
-    `only_if_stale`, a directory that already holds exactly these files is left alone (and
-    [out_dir/leaderboard.json] returned): a page stamped with the same `board_inputs` is
-    known current without building a row; otherwise the rows are rebuilt and compared."""
-    inputs = board_inputs(suite, jobs, store)
-    if only_if_stale and shows_inputs(out_dir, inputs):
-        return [Path(out_dir) / "leaderboard.json"]
-    hashes = list(dict.fromkeys(j.hash for j in jobs))
-    results = store.load(hashes)
-    code_version = code_version_of(jobs)
-    generated_at = max(r["created_at"] for r in results)
-    rows = leaderboard_rows(suite, jobs, results, store.machines(hashes))
-    utility_metrics = task_utility_metrics(suite)
-    if only_if_stale and leaderboard_is_current(
-        suite.name,
-        suite.version,
-        rows,
-        out_dir,
-        code_version=code_version,
-        generated_at=generated_at,
-        utility_metrics=utility_metrics,
-    ):
-        return [Path(out_dir) / "leaderboard.json"]
-    return write_leaderboard(
-        suite.name,
-        suite.version,
-        rows,
-        out_dir,
-        code_version=code_version,
-        generated_at=generated_at,
-        utility_metrics=utility_metrics,
-        examples=reconstruction_examples(jobs, store),
-        sentences=sentence_examples(jobs, store),
-        inputs_digest=inputs,
-    )
-
-
-def board_inputs(suite: Suite, jobs: list[Job], store: ResultStore) -> str:
-    """A digest of everything a suite's leaderboard files are made from: the suite's name
-    and version, each job's hash (its config, data and code) with the thread count and
-    device its provenance records, when the store wrote it (a store's results under a hash
-    never change; another store's differ in these times), the mechanisms' paper links and
-    waived checks, and the code that turns results into files (bench.report, this module,
-    bench.plugin.checks.waivers). Equal digests mean byte-identical files."""
-    hashes = sorted({j.hash for j in jobs})
-    mechanisms = sorted({j.mechanism for j in jobs})
-    return digest(
-        {
-            "suite": [suite.name, suite.version, __version__],
-            "jobs": sorted({(j.hash, j.threads, j.device) for j in jobs}),
-            "stored": store.created_times(hashes),
-            "links": {m: [_links_of(m), waivers_of(m)] for m in mechanisms},
-            "code": [report_digest(), files_digest([Path(__file__), Path(waivers.__file__)])],
-        }
-    )
-
-
-def _links_of(mechanism: str) -> tuple[str | None, str | None]:
-    """The (paper URL, in-tree doc page) a mechanism's rows link to; (None, None) for a
-    plug-in that is not installed where the page is written."""
-    try:
-        cls = MECHANISMS.get(mechanism)
-    except UnknownNameError:
-        return None, None
-    family = sys.modules.get(cls.__module__.rsplit(".", 1)[0])
-    return cls.paper or None, getattr(family, "DOC_PAGE", None) or None
-
-
-def attach_papers(rows: list[Row]) -> list[Row]:
-    """Each row gains `paper`, the URL of its mechanism's paper (the mechanism class's
-    `paper`), so the page links every entry to its source as RobustBench's does, and `docs`,
-    the doc page of its in-tree family (the family package's DOC_PAGE)."""
-    for row in rows:
-        paper, docs = _links_of(row["mechanism"])
-        if paper:
-            row["paper"] = paper
-        if docs:
-            row["docs"] = docs
-    return rows
-
-
-def task_utility_metrics(suite: Suite) -> dict[str, str]:
-    """Each of the suite's tasks' declared utility metric (auc for movielens), so the
-    leaderboard shows it rather than guessing from the stored metrics."""
-    return declared_utility_metrics(t.name for t in suite.tasks)
-
-
-def reconstruction_examples(
-    jobs: list[Job], store: ResultStore
-) -> dict[str, list[tuple[str, np.ndarray, np.ndarray]]]:
-    """Per task, (row label, originals, reconstructions) of every attack job of seed 0."""
-    first = [j for j in jobs if j.attack is not None and j.seed == 0]
-    stored = store.examples([j.hash for j in first])
-    varies = {
-        task: varying_params([(j.mechanism, j.params) for j in first if j.task == task])
-        for task in {j.task for j in first}
-    }
-    out: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
-    for job in sorted(first, key=lambda j: (j.task, *setting_order(j.mechanism, j.params))):
-        if job.hash in stored:
-            setting = short_setting(job.mechanism, job.params, varies[job.task][job.mechanism])
-            label = f"{setting}\n{job.attack}"
-            ex = stored[job.hash]
-            if ex["x"].dtype.kind == "f":  # images; token ids go to sentence_examples
-                out.setdefault(job.task, []).append((label, ex["x"], ex["x_hat"]))
-    return out
-
-
-def sentence_examples(jobs: list[Job], store: ResultStore) -> dict[str, list[SentenceExample]]:
-    """Per text task, (row label, original sentences, reconstructed sentences) of every
-    attack job of seed 0, decoded with the task's tokenizer."""
-    first = [j for j in jobs if j.attack is not None and j.seed == 0]
-    stored = store.examples([j.hash for j in first])
-    out: dict[str, list[SentenceExample]] = {}
-    for job in sorted(first, key=lambda j: (j.task, *setting_order(j.mechanism, j.params))):
-        ex = stored.get(job.hash)
-        if ex is None or ex["x"].dtype.kind == "f":
-            continue
-        task = make_task(job.task, job.task_options)
-        decode = getattr(task, "sentences", None)
-        if decode is None:
-            continue
-        params = ", ".join(f"{k}={v}" for k, v in sorted(job.params.items()))
-        label = f"{job.mechanism}({params}) / {job.attack}"
-        pair = (label, decode(torch.from_numpy(ex["x"])), decode(torch.from_numpy(ex["x_hat"])))
-        out.setdefault(job.task, []).append(pair)
-    return out
+DEFAULT_STORE = Path(".bench/results.sqlite")
+FAILURES_LISTED = 20  # failed jobs a failed run lists; `bench failures` has all
 
 
 @dataclass(frozen=True)
@@ -225,6 +44,58 @@ class RunPlan:
     selected: list[Job]
 
 
+@dataclass(frozen=True)
+class RunOutcome:
+    """What `run_suite` did: the run's counts (None when a kept plan answered: nothing ran),
+    the leaderboard files it wrote or found current (empty when the run was filtered and
+    some jobs of the suite are not stored), and the lines a run prints at its end."""
+
+    suite: str
+    summary: RunSummary | None
+    paths: list[Path] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+
+class RunFailedError(JobsFailedError):
+    """Jobs of a run failed: the others are stored and the leaderboard is not written; the
+    same call runs only the failed ones again. `details` lists them, one line each."""
+
+    def __init__(
+        self,
+        counts: str,
+        failed: list[FailedJob],
+        attempted: int,
+        store: Path,
+        stopped_at: int | None,
+    ) -> None:
+        stop = f"; stopped at --max-failures {stopped_at}" if stopped_at is not None else ""
+        self.details = [
+            f"bench: {len(failed)} of {attempted} jobs failed (not stored: the same command "
+            f"runs them again){stop}:",
+            *(f"  {item.line()}" for item in failed[:FAILURES_LISTED]),
+        ]
+        if len(failed) > FAILURES_LISTED:
+            self.details.append(f"  ... and {len(failed) - FAILURES_LISTED} more")
+        self.failed = failed
+        self.counts = counts  # the run's count line, printed as a finished run prints it
+        super().__init__(
+            f"{len(failed)} jobs failed, leaderboard not written; "
+            f"tracebacks: bench failures --store {store}"
+        )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run runs its plan: the executor, progress display, lease timeout, failure
+    budget and what to call as each job fails."""
+
+    runner: Executor
+    progress: bool
+    lease_timeout: float
+    max_failures: int | None
+    on_failure: Callable[[FailedJob], None] | None
+
+
 def plan(
     suite: str | SuiteSource,
     *,
@@ -235,9 +106,12 @@ def plan(
     mechanism: str | None = None,
     attack: str | None = None,
 ) -> RunPlan:
-    """The jobs of a suite (`expand_suite`) and those the filters keep (an attack filter
-    keeps the utility jobs its rows need); a filter naming nothing in the suite is a
-    one-line ConfigError."""
+    """The jobs of a suite (bench.run.publish.expand_suite) and those the filters keep (an
+    attack filter keeps the utility jobs its rows need); a filter naming nothing in the
+    suite is a one-line ConfigError."""
+    from bench.run.publish import expand_suite
+    from bench.suite.read import selects
+
     loaded, jobs = expand_suite(suite, seeds=seeds, device=device, check_device=check_device)
     for kind, value in (("task", task), ("mechanism", mechanism), ("attack", attack)):
         if value is not None and not any(getattr(j, kind) == value for j in jobs):
@@ -260,6 +134,9 @@ def run(
     max_failures: int | None = None,
 ) -> RunSummary:
     """Run the plan's selected jobs that `store` lacks (bench.run.runner.run_jobs)."""
+    from bench.run.runner import run_jobs
+
+    pin_cpu_math()
     return run_jobs(
         planned.selected,
         store,
@@ -281,41 +158,287 @@ def stored_count(planned: RunPlan, store: ResultStore) -> tuple[int, int]:
 def publish(
     planned: RunPlan, store: ResultStore, out_dir: Path, *, only_if_stale: bool = False
 ) -> list[Path] | None:
-    """Write the suite's leaderboard (`write_suite_leaderboard`) once every job of the suite
-    is stored; None while some are not (a filtered run)."""
+    """Write the suite's leaderboard (bench.run.publish.write_suite_leaderboard) once every
+    job of the suite is stored, and refresh the site index beside it when bench wrote one
+    there; None while some jobs are not stored (a filtered run)."""
+    from bench.run.publish import refresh_site_index, write_suite_leaderboard
+
     stored, total = stored_count(planned, store)
     if stored < total:
         return None
-    return write_suite_leaderboard(
+    paths = write_suite_leaderboard(
         planned.suite, planned.jobs, store, out_dir, only_if_stale=only_if_stale
     )
+    site = refresh_site_index(Path(out_dir))
+    return [*paths, site] if site is not None and not only_if_stale else paths
+
+
+def check_store_path(store_path: Path) -> None:
+    """A store path that is not a regular file, or a store of another schema, is refused in
+    one line before anything is expanded or written."""
+    from bench.store.guard import check_store
+
+    check_file_target(store_path, "store")
+    check_store(store_path)
+
+
+def checked_cache_root(store_path: Path) -> Path:
+    """The artifact cache directory of a store; one that is not a directory, or that cannot
+    be created or written, is refused in one line before any job runs."""
+    from bench.data.locations import cache_dir
+
+    root = cache_dir(store_path)
+    check_dir_target(root, "artifact cache (BENCH_CACHE)")
+    return root
+
+
+def _read_or_none(suite: str | SuiteSource) -> SuiteSource | None:
+    """The suite file read and parsed once, or None when it cannot be: planning then says
+    why in one line."""
+    from bench.suite.read import SuiteSource, read_suite
+
+    if isinstance(suite, SuiteSource):
+        return suite
+    try:
+        return read_suite(suite)
+    except BenchError:
+        return None
+
+
+def _plan_key(
+    source: SuiteSource | None, seeds: int | None, device: str | None, executor: object
+) -> str | None:
+    """The key a local CPU run's plan is kept under, taken before the jobs are listed, from
+    what they are listed from; None for another executor or device, or an unread suite."""
+    if source is None or executor != "local" or device not in (None, "cpu"):
+        return None
+    from bench.run.warm import plan_key
+
+    return plan_key(source, seeds, device)
 
 
 def run_suite(
-    name_or_path: str,
+    suite: str | SuiteSource,
     *,
-    store_path: Path = Path(".bench/results.sqlite"),
+    store_path: Path = DEFAULT_STORE,
     out_dir: Path | None = None,
-    executor: Executor | None = None,
+    executor: str | Executor = "local",
+    workers: int = 1,
+    address: str | None = None,
     seeds: int | None = None,
-    progress: bool = False,
     device: str | None = None,
-) -> tuple[RunSummary, list[Path]]:
-    """Plan, run and publish a suite on `device` (bench.core.device; default: the suite's, else
-    the CPU). JobsFailedError when a job raised: the other jobs are stored, and running it
-    again runs only the failed ones (their tracebacks: `ResultStore.failures`)."""
-    planned = plan(name_or_path, seeds=seeds, device=device)
-    store = open_store(store_path)
+    task: str | None = None,
+    mechanism: str | None = None,
+    attack: str | None = None,
+    progress: bool = False,
+    max_failures: int | None = None,
+    on_failure: Callable[[FailedJob], None] | None = None,
+) -> RunOutcome:
+    """Run a suite's pending jobs and publish its leaderboard once every job is stored.
+
+    In order: the store path is checked; a local CPU run whose kept plan (bench.run.warm)
+    shows every job stored and the page current answers at once, without importing torch;
+    else the suite is planned on `device` (default: the suite's, else the CPU) with the
+    filters, the cache and board directories are checked, the pending jobs run on
+    `executor` ("local" with `workers` processes, "ray" at `address`, or an Executor), the
+    board is written (left alone when nothing ran and it is current) with the site index
+    beside it, and the plan is kept for the next warm rerun. RunFailedError when jobs
+    failed: the others are stored and running it again runs only the failed ones.
+    """
+    filters = {"task": task, "mechanism": mechanism, "attack": attack}
+    check_store_path(store_path)  # at once: a FIFO store would block the open forever
+    source = _read_or_none(suite)
+    key = _plan_key(source, seeds, device, executor)
+    if key is not None:
+        from bench.run.warm import warm_rerun
+
+        lines = warm_rerun(key, store=store_path, out=out_dir, **filters)
+        if lines is not None:
+            name = source.name if source is not None else str(suite)
+            return RunOutcome(name, None, [], lines)
+    from bench.run.executors import make_executor
+    from bench.run.runner import lease_timeout_s
+
+    runner = make_executor(executor, workers, address) if isinstance(executor, str) else executor
+    # A Ray cluster's workers may have the GPU the driver lacks: they check the device
+    # themselves (bench.core.device.job_device), the driver does not.
+    planned = plan(source or suite, seeds=seeds, device=device, check_device=executor != "ray",
+                   **filters)  # fmt: skip
+    # What the run writes is checked before the store is opened: a refusal leaves no file.
+    cache_root, board = checked_cache_root(store_path), board_dir(out_dir, planned.suite.name)
+    check_dir_target(board, "leaderboard directory")
+    timeout = lease_timeout_s()  # a bad BENCH_LEASE_TIMEOUT is refused before the store opens
+    return _run_and_publish(
+        planned, store_path, cache_root, board, key,
+        RunOptions(runner, progress, timeout, max_failures, on_failure),
+    )  # fmt: skip
+
+
+def _run_and_publish(
+    planned: RunPlan,
+    store_path: Path,
+    cache_root: Path,
+    board: Path,
+    key: str | None,
+    options: RunOptions,
+) -> RunOutcome:
+    """Run the plan's pending jobs, then publish the board when every job is stored, with
+    its summary lines, and keep the plan under `key`."""
+    from bench.run.publish import keep_plan, page_of, summary_lines
+    from bench.store.guard import open_store
+
+    name = planned.suite.name
+    db = open_store(store_path)
     try:
-        summary = run(planned, store, cache_dir(store_path), executor=executor, progress=progress)
+        try:
+            summary = run(planned, db, cache_root, executor=options.runner,
+                          progress=options.progress, lease_timeout=options.lease_timeout,
+                          on_failure=options.on_failure,
+                          max_failures=options.max_failures)  # fmt: skip
+        except (OSError, sqlite3.Error) as exc:  # SQLite's errors are the store's
+            where = f"store {store_path}" if isinstance(exc, sqlite3.Error) else "a file of the run"
+            raise during_run(exc, where) from exc
+        failed = f", {len(summary.failed)} failed" if summary.failed else ""
+        lines = [
+            f"{name}: {summary.executed} jobs run, {summary.skipped} already stored, "
+            f"{summary.total} selected{failed}"
+        ]
         if summary.failed:
-            raise JobsFailedError(
-                f"{len(summary.failed)} jobs of suite {planned.suite.name} failed, leaderboard "
-                f"not written; first: {summary.failed[0].line()}; tracebacks: "
-                f"bench failures --store {store_path}"
-            )
-        out = out_dir or Path("leaderboards") / planned.suite.name
-        paths = publish(planned, store, out) or []
+            stopped_at = options.max_failures if summary.stopped else None
+            attempted = summary.executed + len(summary.failed)
+            raise RunFailedError(lines[0], summary.failed, attempted, store_path, stopped_at)
+        try:
+            # Nothing new ran: a leaderboard that already shows these results is left as is.
+            paths = publish(planned, db, board, only_if_stale=summary.executed == 0)
+            if paths is None:
+                stored, total = stored_count(planned, db)
+                lines.append(
+                    f"leaderboard not written: {stored} of {total} jobs of suite {name} are "
+                    "stored; run without filters to complete it"
+                )
+                return RunOutcome(name, summary, [], lines)
+            done = summary_lines(paths[0], planned.suite)
+            if key is not None:
+                keep_plan(key, planned.suite, planned.jobs, db, store_path, board, done)
+        except (OSError, sqlite3.Error) as exc:
+            raise during_run(exc, f"leaderboard {board}") from exc
     finally:
-        store.close()
-    return summary, paths
+        db.close()
+    return RunOutcome(name, summary, paths, [*lines, *done, f"leaderboard: {page_of(paths[0])}"])
+
+
+def publish_from_store(
+    suite: str,
+    *,
+    store_path: Path = DEFAULT_STORE,
+    out_dir: Path | None = None,
+    seeds: int | None = None,
+    device: str | None = None,
+) -> list[Path]:
+    """`bench leaderboard --suite`: write a suite's board (and the site index beside it)
+    from a store that holds every one of its jobs; a missing job is a one-line error."""
+    from bench.run.publish import expand_suite
+    from bench.store.guard import open_store
+
+    loaded, all_jobs = expand_suite(suite, seeds=seeds, device=device, check_device=False)
+    if not store_path.exists():
+        raise BenchError(f"no result store at {store_path}; run `bench run --suite {suite}` first")
+    planned = RunPlan(loaded, all_jobs, all_jobs)
+    db = open_store(store_path)
+    try:
+        stored, total = stored_count(planned, db)
+        if stored < total:
+            raise BenchError(
+                f"{total - stored} of {total} jobs of suite {loaded.name} are not in "
+                f"{store_path}; run `bench run --suite {suite}` first"
+            )
+        board = board_dir(out_dir, loaded.name)
+        check_dir_target(board, "leaderboard directory")
+        try:
+            return publish(planned, db, board) or []
+        except OSError as exc:
+            raise during_run(exc, f"leaderboard {board}") from exc
+    finally:
+        db.close()
+
+
+def dry_run_lines(planned: RunPlan, store_path: Path) -> list[str]:
+    """`bench run --dry-run`: counts per (task, mechanism, attack) of what would run, and an
+    estimate from the store's own timings of the same kinds of job, else the committed
+    board's (bench.report.tools.estimate)."""
+    from bench.report.tools.estimate import plan_lines
+    from bench.run.runner import pending_jobs
+    from bench.store.guard import open_store
+    from bench.suite.catalog import committed_boards
+
+    db = open_store(store_path) if store_path.exists() else None
+    try:
+        pending = pending_jobs(planned.selected, db)
+        durations = db.mean_durations() if db else {}
+    finally:
+        if db:
+            db.close()
+    board = committed_boards() / planned.suite.name
+    return plan_lines(planned.suite.name, planned.selected, pending, durations, board)
+
+
+def board_statuses(names: list[str], boards: Path, store_path: Path = DEFAULT_STORE) -> list:
+    """`bench status`: each suite's committed board against the suite and code of now. A
+    suite checked before with every input unchanged is answered from that check
+    (bench.report.tools.status_cache), without importing its components."""
+    from bench.report.tools.status_cache import keep_checked, load_checked
+    from bench.run.warm import inputs_key
+    from bench.suite.read import read_suite
+
+    sources = [read_suite(name) for name in names]  # each file read and parsed once
+    key = inputs_key(sources, None, None)
+    kept = load_checked(store_path, key) if key is not None else {}
+    found = dict(kept)
+    statuses = [
+        _suite_status(name, source, boards, found)
+        for name, source in zip(names, sources, strict=True)
+    ]
+    if key is not None and found != kept:
+        keep_checked(store_path, key, found)
+    return statuses
+
+
+def _suite_status(name: str, source: SuiteSource, boards: Path, found: dict) -> object:
+    """One suite's board status: from its check in `found` (kept from an earlier status with
+    every input unchanged), else from listing its jobs; that check is added to `found` when
+    all the suite's components are the project's own."""
+    from bench.report.tools.status import board_status, has_board, no_board, unchecked
+    from bench.report.tools.status_cache import Checked, suite_header
+
+    header = suite_header(source)
+    if header is not None and not has_board(boards / header.name):
+        return no_board(header.name)  # a paper-scale suite never run here: nothing to list
+    checked = found.get(name)
+    if header is not None and checked is not None:
+        board = boards / header.name
+        if checked.code_version is None:
+            return unchecked(header.name, board, checked.unchecked or "")
+        return board_status(header.name, header.version, checked.code_version, board)
+
+    from bench.core.project import in_project
+    from bench.plugin.registry import ATTACKS, MECHANISMS, TASKS
+    from bench.run.publish import code_version_of, expand_suite
+    from bench.suite.read import load_suite
+
+    loaded = load_suite(source)
+    board = boards / loaded.name
+    if not has_board(board):
+        return no_board(loaded.name)
+    try:
+        _, jobs = expand_suite(source, check_device=False)
+        checked = Checked(code_version_of(jobs))
+    except BenchError as exc:  # e.g. its full-size data is not installed on this machine
+        checked = Checked(None, str(exc))
+    classes = [TASKS.get(e.name) for e in loaded.tasks]
+    classes += [MECHANISMS.get(e.name) for e in loaded.mechanisms]
+    classes += [ATTACKS.get(e.name) for e in loaded.attacks]
+    if all(in_project(c.__module__) for c in classes):
+        found[name] = checked
+    if checked.code_version is None:
+        return unchecked(loaded.name, board, checked.unchecked or "")
+    return board_status(loaded.name, loaded.version, checked.code_version, board)

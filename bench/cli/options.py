@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
+from bench.api import DEFAULT_STORE as DEFAULT_STORE  # one default store for every command
 from bench.core.preflight import MAX_SEEDS
-
-DEFAULT_STORE = Path(".bench/results.sqlite")
 
 StoreOpt = Annotated[Path, typer.Option("--store", help="SQLite result store.")]
 DeviceOpt = Annotated[

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import bench.api as api
+import bench.run.publish as api
 from bench.metrics.stats import scalar, summarize
 from bench.run.plan import Job
 from bench.store.results import ResultStore

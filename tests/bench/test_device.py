@@ -481,8 +481,8 @@ def test_posthoc_ptr_with_an_explicit_device(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_a_cpu_job_runs_with_its_device_and_records_no_nondeterminism(tmp_path) -> None:
-    from bench.api import expand_suite
     from bench.run.kinds.reconstruction import run_job
+    from bench.run.publish import expand_suite
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_SUITE)
@@ -523,8 +523,8 @@ def test_run_with_an_unknown_device_exits_2(tmp_path, monkeypatch, capsys) -> No
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
 def test_cuda_job_is_reproducible_and_flags_nondeterminism(tmp_path) -> None:
-    from bench.api import expand_suite
     from bench.run.kinds.reconstruction import run_job
+    from bench.run.publish import expand_suite
 
     path = tmp_path / "tiny.toml"
     path.write_text(TINY_SUITE)

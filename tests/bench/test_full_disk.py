@@ -120,7 +120,7 @@ def test_a_board_that_cannot_be_written_after_the_jobs_is_one_line_exit_1(
     def full(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", "lb/index.html")
 
-    monkeypatch.setattr("bench.api.write_suite_leaderboard", full)
+    monkeypatch.setattr("bench.run.publish.write_suite_leaderboard", full)
     done = cli_here(monkeypatch, capsys, *tiny_run_args(Path("faults.toml")), cwd=tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1, done.stderr

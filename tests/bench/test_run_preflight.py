@@ -158,7 +158,7 @@ def _no_expansion(monkeypatch) -> None:
     def expanded(*args: object, **kwargs: object) -> None:
         raise AssertionError("the suite was expanded before the refusal")
 
-    monkeypatch.setattr("bench.api.expand_suite", expanded)
+    monkeypatch.setattr("bench.run.publish.expand_suite", expanded)
 
 
 def test_fifo_store_is_refused_before_the_suite_is_read(here, monkeypatch, capsys) -> None:

@@ -50,7 +50,7 @@ def _report(audit: AuditResult | None, ok: bool = True) -> ValidationReport:
 
 
 def test_the_stated_level_is_80_percent_and_the_cli_default_matches() -> None:
-    from bench.cli.app import validate
+    from bench.cli.validate import validate
 
     assert POWER_LEVEL == 0.8
     default = inspect.signature(validate).parameters["min_power"].default

@@ -26,7 +26,7 @@ UPWARD = (
 # The harness modules that may import the contract checks: `bench validate` and its command.
 CHECK_USERS = {
     "bench.plugin.checks": {"bench.plugin.checks.validation"},
-    "bench.plugin.checks.validation": {"bench.cli.app"},
+    "bench.plugin.checks.validation": {"bench.cli.validate"},
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 import bench.certify
 import mechanisms
 from bench.plugin.registry import MECHANISMS
+from tests.conftest import ROOT
 
 
 def _subpackages(package) -> list[str]:
@@ -37,16 +38,25 @@ def test_every_mechanism_lives_in_a_family_that_names_it() -> None:
 
 
 def test_the_run_command_is_a_short_caller_of_the_public_api() -> None:
-    """`bench run` parses options and hands the suite to bench.api (plan, run, publish): its
-    body does not grow a second run path."""
+    """`bench run` parses options and hands the suite to bench.api.run_suite, the one run
+    path (preflight, warm rerun, plan, run, publish, site index): the command grows no second
+    run path, and run_suite itself calls plan, run and publish."""
     import inspect
 
-    import bench.cli.app
+    import bench.api
+    import bench.cli.run
 
-    source = inspect.getsource(bench.cli.app.run)
+    source = inspect.getsource(bench.cli.run.run)
     assert len(source.splitlines()) < 40
-    helpers = inspect.getsource(bench.cli.app._plan) + inspect.getsource(
-        bench.cli.app._run_and_publish
-    )
-    for call in ("api.plan(", "api.run(", "api.publish("):
-        assert call in helpers
+    assert "api.run_suite(" in source and "api.plan(" in source  # the run, and --dry-run
+    assert "run_jobs" not in source and "write_suite_leaderboard" not in source
+    path = inspect.getsource(bench.api.run_suite) + inspect.getsource(bench.api._run_and_publish)
+    for call in ("plan(", "run(", "publish(", "warm_rerun(", "keep_plan("):
+        assert call in path
+
+
+def test_bench_has_at_most_five_top_level_modules() -> None:
+    """bench/ is packages by subsystem; its top level keeps only the package file and the
+    public run path."""
+    top = sorted(p.name for p in (ROOT / "bench").glob("*.py"))
+    assert len(top) <= 5, top

@@ -29,10 +29,11 @@ class AuditProgress:
 
     def __init__(
         self,
-        stream: TextIO = sys.stderr,
+        stream: TextIO | None = None,
         clock: Callable[[], float] = time.perf_counter,
         bar: bool | None = None,
     ) -> None:
+        stream = sys.stderr if stream is None else stream  # the stderr of now, not of import
         self._stream = stream
         self._clock = clock
         self._show_bar = stream.isatty() if bar is None else bar

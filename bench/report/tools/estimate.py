@@ -60,3 +60,49 @@ def committed_job_seconds(board_dir: Path) -> dict[Kind, float]:
     except (OSError, ValueError):
         return {}
     return board_job_seconds(doc) if isinstance(doc, dict) else {}
+
+
+def kind_of(job: Any) -> Kind:
+    """A job's kind for timing: (task, mechanism, attack or "utility")."""
+    return (job.task, job.mechanism, job.attack or "utility")
+
+
+def plan_lines(
+    suite: str,
+    selected: list[Any],
+    pending: list[Any],
+    durations: dict[Kind, float],
+    board_dir: Path,
+) -> list[str]:
+    """What `bench run --dry-run` prints: the selected, stored and pending counts, one line
+    per kind of pending job with its estimate from `durations` (the store's own mean job
+    times), else from the committed board's stage timings, and the total."""
+    from collections import Counter
+
+    from_board = {k: v for k, v in committed_job_seconds(board_dir).items() if k not in durations}
+    durations = {**from_board, **durations}
+    unique = len({j.hash for j in selected})
+    lines = [
+        f"{suite}: {unique} jobs selected, {unique - len(pending)} stored, {len(pending)} would run"
+    ]
+    counts = Counter(kind_of(j) for j in pending)
+    total, unknown = 0.0, 0
+    for kind, n in sorted(counts.items()):
+        mean = durations.get(kind)
+        total += (mean or 0.0) * n
+        unknown += n if mean is None else 0
+        estimate = f"~{mean * n:,.0f} s" if mean is not None else "no timing stored"
+        lines.append(f"  {' / '.join(kind):60s} {n:5d} jobs  {estimate}")
+    if pending and unknown == len(pending):
+        lines.append("estimate: none yet (no job of these kinds is in the store or its board)")
+        return lines
+    hint = f"; {unknown} jobs have no stored timing" if unknown else ""
+    used = {kind_of(j) for j in pending} & set(from_board)
+    source = (
+        f"; {len(used)} kinds timed from the committed board {board_dir} (stage timings: "
+        "shared artifacts count in every job, so high where jobs share them)"
+        if used
+        else ""
+    )
+    lines.append(f"estimate: ~{total / 60:,.1f} min of job time (divide by --jobs){hint}{source}")
+    return lines

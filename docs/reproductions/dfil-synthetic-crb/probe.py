@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from bench.api import expand_suite
+from bench.run.publish import expand_suite
 from bench.run.kinds import reconstruction as evaluate
 
 captured: dict = {}

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from bench.api import expand_suite
+from bench.run.publish import expand_suite
 from bench.run.kinds.reconstruction import fit_mechanism, job_environment
 from bench.run.plan import Job
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 import mechanisms.posthoc.ptr as ptr_module
-from bench.api import expand_suite
+from bench.run.publish import expand_suite
 from bench.core.hashing import derive_seed
 from bench.plugin.protocols import NoiseModel
 from bench.run.kinds.reconstruction import fit_mechanism, job_environment

@@ -40,7 +40,7 @@ from posthoc_attribution_table import (  # noqa: E402
     utility_rows,
 )
 
-from bench.api import expand_suite  # noqa: E402
+from bench.run.publish import expand_suite  # noqa: E402
 from bench.metrics.stats import summarize  # noqa: E402
 from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
 from bench.run.plan import Job  # noqa: E402

@@ -280,8 +280,8 @@ def test_suite_page_links_each_mechanism_to_its_paper_and_shows_the_chance_line(
 
 
 def test_every_in_tree_mechanism_row_gets_its_paper_and_an_existing_doc_page() -> None:
-    from bench.api import attach_papers
     from bench.plugin.registry import MECHANISMS
+    from bench.run.publish import attach_papers
 
     rows = attach_papers([{"mechanism": name} for name in MECHANISMS.names()])
     by_name = {r["mechanism"]: r for r in rows}

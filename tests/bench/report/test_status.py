@@ -7,8 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from bench.api import code_version_of, expand_suite
 from bench.report.tools.status import CURRENT, NO_BOARD, STALE, board_status, status_lines
+from bench.run.publish import code_version_of, expand_suite
 from tests.conftest import ROOT, cli_here
 
 SMOKE_BOARD = ROOT / "leaderboards" / "smoke"
@@ -79,7 +79,8 @@ def test_a_second_status_reuses_the_check_until_the_suite_file_changes(
     assert first.stdout.startswith("smoke  current  (board of ")
 
     listed: list[str] = []
-    monkeypatch.setattr("bench.api.expand", lambda *a, **k: listed.append("expanded") or jobs)
+    expanded = lambda *a, **k: listed.append("expanded") or jobs  # noqa: E731
+    monkeypatch.setattr("bench.run.publish.expand", expanded)
     again = cli_here(monkeypatch, capsys, *args)
     assert (again.returncode, again.stdout, listed) == (0, first.stdout, [])
 

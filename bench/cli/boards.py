@@ -1,0 +1,191 @@
+"""`bench leaderboard`, `status`, `profile` and `compare`: boards written from a store or
+refreshed from their JSON, which committed boards are current, where a store's job time went,
+and what moved between two boards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bench.cli.options import DEFAULT_STORE, DeviceOpt, StoreOpt
+from bench.core.errors import BenchError, ConfigError
+from bench.core.preflight import MAX_SEEDS
+
+
+def leaderboard(
+    suite: Annotated[
+        str | None, typer.Option("--suite", help="Suite name or path to a .toml file.")
+    ] = None,
+    all_suites: Annotated[
+        bool,
+        typer.Option("--all", help="Write ROOT/index.html, the page listing every suite."),
+    ] = False,
+    root: Annotated[
+        Path, typer.Option(help="Where the committed leaderboards live (with --all).")
+    ] = Path("leaderboards"),
+    seeds: Annotated[
+        int | None, typer.Option(min=1, max=MAX_SEEDS, help="Seed count the run used.")
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    out: Annotated[Path | None, typer.Option(help="Output directory [leaderboards/SUITE].")] = None,
+    device: DeviceOpt = None,
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Rewrite committed boards under ROOT (--suite's, or every one with --all) "
+            "from their leaderboard.json with the current report code: no store, no rerun.",
+        ),
+    ] = False,
+) -> None:
+    """Write leaderboards/SUITE/ from the store (--suite), and/or the site index over every
+    suite under ROOT (--all). `--device` names the device the run used (its jobs' hashes);
+    this machine need not have it."""
+    if suite is None and not all_suites:
+        raise ConfigError("bench leaderboard needs --suite NAME, --all, or both")
+    if refresh:
+        from bench.report.board.write import refresh_board
+
+        names = [suite] if suite else sorted(p.parent.name for p in root.glob("*/leaderboard.json"))
+        for name in names:
+            refresh_board(root / name)
+            typer.echo(f"refreshed {root / name}")
+        suite = None  # the boards are rewritten; only the site index (--all) is left
+    if suite is not None:
+        from bench.api import publish_from_store
+
+        written = publish_from_store(suite, store_path=store, out_dir=out, seeds=seeds,
+                                     device=device)  # fmt: skip
+        for path in written:
+            typer.echo(str(path))
+    if all_suites:
+        from bench.report.board.site import write_site_index
+        from bench.run.publish import shipped_suites
+
+        typer.echo(str(write_site_index(root, *shipped_suites()).resolve()))
+
+
+def profile(
+    suite: Annotated[
+        str | None,
+        typer.Option(help="Only this suite's jobs at the current code (default: all stored)."),
+    ] = None,
+    store: StoreOpt = DEFAULT_STORE,
+    jobs: Annotated[
+        int, typer.Option("--jobs", min=1, help="Workers for the wall-time estimate.")
+    ] = 2,
+    device: DeviceOpt = None,
+) -> None:
+    """Where the stored jobs' time went: per stage, task, kind of job, and the slowest jobs
+    (with --suite: its jobs on --device, default the suite's, else cpu)."""
+    from bench.report.tools.profile import profile_lines
+    from bench.store.guard import open_store
+
+    if not store.exists():
+        raise BenchError(f"no result store at {store}; run `bench run --suite NAME` first")
+    hashes = None
+    if suite is not None:
+        from bench.run.publish import expand_suite
+
+        _, suite_jobs = expand_suite(suite, device=device, check_device=False)
+        hashes = list(dict.fromkeys(j.hash for j in suite_jobs))
+    db = open_store(store)
+    try:
+        timings = db.timings(hashes)
+    finally:
+        db.close()
+    if hashes is not None and not timings:
+        raise BenchError(
+            f"none of suite {suite}'s jobs at this code version are in {store}; "
+            "drop --suite to profile everything stored there"
+        )
+    for line in profile_lines(timings, workers=jobs):
+        typer.echo(line)
+
+
+def status(
+    suite: Annotated[
+        list[str] | None,
+        typer.Option("--suite", help="Only these suites (repeatable; default: every shipped one)."),
+    ] = None,
+    boards: Annotated[
+        Path, typer.Option(help="Directory holding one leaderboard directory per suite.")
+    ] = Path("leaderboards"),
+    check: Annotated[
+        bool, typer.Option(help="Exit 1 when a board is stale (for CI or a release check).")
+    ] = False,
+) -> None:
+    """Which committed leaderboards are current: a board is stale when its suite's version
+    or its jobs' code changed since it was written, so a re-run may give other numbers. A
+    suite checked before with every input unchanged is answered from that check
+    (bench.report.tools.status_cache), without importing the components."""
+    from bench.api import board_statuses
+    from bench.report.tools.status import STALE, status_lines
+    from bench.suite.read import available_suites
+
+    statuses = board_statuses(suite or available_suites(), boards)
+    for line in status_lines(statuses):
+        typer.echo(line)
+    if check and any(s.state == STALE for s in statuses):
+        raise typer.Exit(1)
+
+
+def compare(
+    baseline: Annotated[Path, typer.Argument(help="Baseline leaderboard.json")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate leaderboard.json")],
+    tolerance: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Relative tolerance: '0.05' for all metrics, 'mse=0.1' for one (repeatable)."
+        ),
+    ] = None,
+    cost_tolerance: Annotated[
+        float, typer.Option(help="Relative tolerance of timing metrics.")
+    ] = 0.5,
+    exact: Annotated[
+        bool,
+        typer.Option(help="Also fail when any non-timing metric differs at all (value or CI)."),
+    ] = False,
+    cost: Annotated[
+        bool,
+        typer.Option(
+            help="Compare timings (default; left out anyway when the boards come from "
+            "different machines)."
+        ),
+    ] = True,
+    ignore_param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore-param",
+            help="Leave this mechanism parameter out of the rows' identity on both boards "
+            "(repeatable): matches a board written before a parameter existed. NAME=VALUE "
+            "leaves it out only where it holds VALUE (its default).",
+        ),
+    ] = None,
+) -> None:
+    """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance
+    (with --exact: when any non-timing number differs); boards of two suites are refused.
+    Both boards must follow the leaderboard JSON Schema (exit 2 naming the first violation)."""
+    from bench.report.board.load import load_leaderboard
+    from bench.report.board.schema_check import check_schema
+    from bench.report.tools.compare import compare as compare_boards
+    from bench.report.tools.compare import parse_tolerances, without_params
+
+    default, per_metric = parse_tolerances(tolerance or [])
+    boards = []
+    for path in (baseline, candidate):
+        board = load_leaderboard(path)
+        check_schema(board, path)  # after load: a missing file or bad JSON says so first
+        boards.append(without_params(board, ignore_param or []))
+    report = compare_boards(
+        *boards,
+        tolerance=0.05 if default is None else default,
+        metric_tolerances=per_metric,
+        cost_tolerance=cost_tolerance,
+        exact=exact,
+        cost=cost,
+    )
+    typer.echo(report.format())
+    raise typer.Exit(0 if report.ok else 1)

@@ -1,0 +1,110 @@
+"""`bench reproduce` and `bench attack-report`: a paper's headline numbers beside the
+committed rows that answer them; the worst case per setting before and after the stronger
+attacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bench.core.errors import ConfigError
+
+
+def reproduce(
+    paper: Annotated[str, typer.Argument(help="Paper id: posthoc, dfil, lucid or ip.")],
+    root: Annotated[Path, typer.Option(help="Where the committed leaderboards live.")] = Path(
+        "leaderboards"
+    ),
+    docs_page: Annotated[
+        Path | None,
+        typer.Option("--docs", help="Also rewrite this doc page's reproduction block."),
+    ] = None,
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write",
+            help="Also rewrite each answering suite's reproduction.{md,json} and page from its "
+            "committed leaderboard.json (after a reference table or rule change; no rerun).",
+        ),
+    ] = False,
+) -> None:
+    """A paper's headline numbers beside the committed bench rows that answer them, with
+    computed verdicts (the table each suite's reproduction.md holds; that file and the page
+    are written with the suite's leaderboard)."""
+    from bench.report.reproduce.reproduction import paper_report, summary_line, total_counts
+
+    reference_suites = {d["suite"] for d in paper_report(paper, root) if d["suite"]}
+    if not any((root / s / "leaderboard.json").is_file() for s in reference_suites):
+        # Nothing to compare: exit 1 (a missing result, like failed jobs), not "all not run".
+        typer.echo(
+            f"bench: error: no committed leaderboard of {paper}'s suites under {root} "
+            f"({', '.join(sorted(reference_suites))}); pass --root LEADERBOARDS",
+            err=True,
+        )
+        raise typer.Exit(1)
+    docs = paper_report(paper, root)  # from leaderboard.json, which --write leaves as it is
+    if write:
+        from bench.report.board.write import refresh_reproductions
+        from bench.run.publish import refresh_site_index
+
+        for suite in sorted({d["suite"] for d in docs if d["suite"]}):
+            if (root / suite / "leaderboard.json").is_file():
+                refresh_reproductions(root / suite)
+                refresh_site_index(root / suite)  # its verdict counts changed too
+    for doc in docs:
+        typer.echo(f"{doc['suite'] or '(no bench suite)'}: {doc['summary']}")
+        for cell in doc["cells"]:
+            b = cell["bench"]
+            bench = "—" if b is None else f"{b['value']:.4g} [{b['ci'][0]:.4g}, {b['ci'][1]:.4g}]"
+            paper_value = "—" if cell["paper"] is None else f"{cell['paper']:.4g}"
+            flags = ", ".join(b["flags"]) if b and b["flags"] else ""
+            typer.echo(
+                f"  {cell['source']:<14} {cell['id']:<44} {cell['metric']:<16} "
+                f"{cell['class']:<10} paper {paper_value:<8} bench {bench:<28} "
+                f"{cell['verdict']}" + (f" [{flags}]" if flags else "")
+            )
+        for trend in doc["trends"]:
+            ratio = "" if trend.get("ratio") is None else f" (effect ratio {trend['ratio']:.2f})"
+            typer.echo(f"  trend {trend['id']:<48} {trend['verdict']}{ratio}")
+    typer.echo(f"{paper}: {summary_line(total_counts(docs))}")
+    if docs_page is not None:
+        from bench.report.reproduce.reproduction import docs_block, replace_docs_block
+
+        if not docs_page.is_file():
+            raise ConfigError(f"no doc page at {docs_page}")
+        text = replace_docs_block(docs_page.read_text(), docs_block(paper, root))
+        docs_page.write_text(text)
+        typer.echo(f"updated {docs_page}")
+
+
+def attack_report(
+    suite: Annotated[
+        str, typer.Option(help="Suite whose committed leaderboard runs both attack sets.")
+    ] = "attacks",
+    root: Annotated[Path, typer.Option(help="Where the committed leaderboards live.")] = Path(
+        "leaderboards"
+    ),
+    docs_page: Annotated[
+        Path | None,
+        typer.Option("--docs", help="Also rewrite this doc page's attack-strength block."),
+    ] = None,
+) -> None:
+    """Which attack is the worst case per mechanism setting, before and after the stronger
+    attacks, from a committed leaderboard: writes ROOT/SUITE/attack-strength.{md,json}."""
+    from bench.report.tools.attack_strength import docs_block, replace_docs_block, write_report
+
+    board = root / suite
+    if not (board / "leaderboard.json").is_file():
+        raise ConfigError(
+            f"no committed leaderboard at {board / 'leaderboard.json'}; run "
+            f"`bench run --suite {suite}` and `bench leaderboard --suite {suite}` first"
+        )
+    for path in write_report(board):
+        typer.echo(str(path))
+    if docs_page is not None:
+        if not docs_page.is_file():
+            raise ConfigError(f"no doc page at {docs_page}")
+        docs_page.write_text(replace_docs_block(docs_page.read_text(), docs_block(board)))
+        typer.echo(f"updated {docs_page}")
