@@ -1,34 +1,19 @@
 """bench: benchmark and attack-evaluation suite for inference-time privacy mechanisms.
 
-The public API is deliberately small: bench.plugin (the protocols, the input-space
-base, the registration decorators), bench.plugin.accounting (noise calibration), bench.plugin.hooks
-(what
-a mechanism family adds: its audit, board plots, privacy level) and bench.api (plan, run,
-publish; `run_suite` does all three).
+Two public surfaces: bench.plugin, the API a mechanism, attack or task author writes against
+(protocols, typed parameters, registries, the input-space base class, noise calibration, the
+hooks a family registers, the contract checks), and bench.api, the one run path (plan, run,
+publish; `run_suite` does all three with its checks). The packages below them, in the order
+a run goes through them: suite/ (suite files), run/ (jobs, their kinds, the runner and its
+executors), store/ (results), metrics/, certify/ (the certificates and the privacy audit),
+report/ (boards, paper reproductions, maintainer tools), cli/ (the `bench` command); core/
+holds what every layer uses (errors, hashing, code versions, devices, threads, CPU math).
+docs/architecture.md draws it.
 
-Architecture of the run-time, in the order a run goes through it:
-- suite.py reads a suite file once (`read_suite`) and checks every name and parameter
-  (params.py); jobs.py expands it into jobs, each hashed on its config, data and the code
-  that computes it (codeversion.py; a family's own audit counts for audited jobs).
-- api.py: `plan` (the jobs, the filters), `run` (runner.py hands pending jobs to an
-  executor, executors.py; evaluate.py or membership.py runs one; store.py keeps results,
-  one transaction per job) and `publish` (bench.report builds the rows and writes the
-  board, waivers.py adds declared expected failures). cli.py's `run` calls these three
-  (its options are declared in cli_options.py); plan_cache.py answers a rerun with nothing
-  to do without importing torch.
-- registry.py finds components by name (in-tree decorators, plug-in entry points);
-  importing a family package runs its hooks module, which registers what it adds.
-- cache.py keeps trained artifacts keyed by recipe and builder code; threads.py, device.py
-  and cpu_math.py make the same job give the same numbers everywhere.
-- testing.py holds the contract checks, reached only through validation.py (`bench
-  validate`) and plug-ins' own tests (tests/repo/test_import_graph.py).
+Importing bench has no side effect: CPU arithmetic is pinned to one vector ISA where jobs
+start (the CLI, bench.api.run, every job's worker; bench.core.cpu_math).
 """
 
 from __future__ import annotations
 
-from bench.core.cpu_math import pin_cpu_math
-
 __version__ = "0.1.0"
-
-# Before any job computes: one vector ISA for CPU arithmetic on every host (bench.core.cpu_math).
-pin_cpu_math()

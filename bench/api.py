@@ -25,7 +25,7 @@ from bench.core.preflight import board_dir, check_dir_target, check_file_target,
 
 if TYPE_CHECKING:
     from bench.run.executors import Executor
-    from bench.run.plan import Job
+    from bench.run.job import Job
     from bench.run.runner import FailedJob, RunSummary
     from bench.store.results import ResultStore
     from bench.suite.read import Suite, SuiteSource

@@ -14,7 +14,11 @@ import pytest
 import torch
 from filelock import FileLock
 
-from bench.run.plan import Job
+from bench.core.cpu_math import pin_cpu_math
+from bench.run.job import Job
+
+# The tests compute in this process as jobs do: the same CPU arithmetic (bench.core.cpu_math).
+pin_cpu_math()
 
 # Nothing downloads at run time: the text tasks' Hugging Face loaders must work offline.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

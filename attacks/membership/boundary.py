@@ -13,7 +13,7 @@ import torch
 from attacks.membership.perturb import with_perturbations
 from bench.plugin.params import Range
 from bench.plugin.registry import register_attack
-from bench.run.kinds.membership import LabelAccess, MembershipAttack
+from bench.plugin.membership import LabelAccess, MembershipAttack
 
 
 @register_attack

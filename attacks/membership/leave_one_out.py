@@ -29,7 +29,7 @@ from attacks.membership.boundary import BoundaryAttack
 from attacks.membership.perturb import task_groups
 from bench.plugin.params import Range
 from bench.plugin.registry import register_attack
-from bench.run.kinds.membership import LabelAccess
+from bench.plugin.membership import LabelAccess
 from mechanisms.label_only.leave_one_out import LooRecipe
 from mechanisms.label_only.lucid import loo_networks
 

@@ -18,6 +18,7 @@ import typer
 from bench import __version__
 from bench.cli import boards, listing, papers, run, validate
 from bench.cli.data import data_app
+from bench.core.cpu_math import pin_cpu_math
 from bench.core.errors import BenchError
 
 app = typer.Typer(
@@ -85,6 +86,7 @@ def main() -> None:
     Ctrl-C into one line and exit code 130."""
     from typer._click.exceptions import NoArgsIsHelpError
 
+    pin_cpu_math()  # before any command computes (bench.core.cpu_math)
     try:
         code = app(standalone_mode=False)
     except BenchError as exc:

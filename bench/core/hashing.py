@@ -1,4 +1,7 @@
-"""Stable hashes: job identities, seed derivation, data fingerprints, code versions."""
+"""Stable hashes: job identities, seed derivation, data fingerprints, code versions.
+
+Torch-free at import (the job record and the store use it); torch is imported by the two
+helpers that take tensors or seed its RNG."""
 
 from __future__ import annotations
 
@@ -8,11 +11,10 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from bench.core.device import forked_rng
+if TYPE_CHECKING:
+    import torch
 
 
 def canonical_json(obj: Any) -> str:
@@ -60,17 +62,6 @@ def files_digest(paths: list[Path], length: int = 16) -> str:
     return h.hexdigest()[:length]
 
 
-def project_code_hash(length: int = 16) -> str:
-    """`files_digest` of every source file of the packages bench, mechanisms and attacks: the
-    code version `bench --version` prints."""
-    paths: list[Path] = []
-    for package in ("bench", "mechanisms", "attacks"):
-        spec = importlib.util.find_spec(package)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            paths += Path(location).rglob("*.py")
-    return files_digest(paths, length)
-
-
 def source_digest(*module_names: str, length: int = 16) -> str:
     """`files_digest` of the source files of modules named by their dotted names, found
     without importing them (for the code part of a cache recipe)."""
@@ -87,6 +78,10 @@ def source_digest(*module_names: str, length: int = 16) -> str:
 def seeded_init(seed: int, purpose: str) -> Iterator[None]:
     """Seed torch's global RNG for weight initialisation, restoring it afterwards (also on
     a CUDA device the job uses, bench.core.device.forked_rng)."""
+    import torch
+
+    from bench.core.device import forked_rng
+
     with forked_rng():
         torch.manual_seed(derive_seed(seed, purpose))
         yield

@@ -37,13 +37,14 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Protocol, cast
 
+from bench.core.cpu_math import pin_cpu_math
 from bench.core.device import device_kind
 from bench.core.errors import ConfigError
 from bench.core.quiet import silence_dependencies
 from bench.plugin.registry import MECHANISMS
-from bench.run.kinds.membership import is_membership_attack, run_membership_job
-from bench.run.kinds.reconstruction import JobOutcome, run_job
-from bench.run.plan import Job
+from bench.run.job import Job
+from bench.run.kinds import run_job_of_kind
+from bench.run.kinds.reconstruction import JobOutcome
 
 MAX_MESSAGE_CHARS = 300  # a failure's one-line message is cut here (the traceback is whole)
 
@@ -193,10 +194,9 @@ def attempt(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome | 
     mechanism's NaN output) returned as its JobFailure, so the other jobs run on. Ctrl-C,
     also when it caused the error, still stops the run."""
     silence_dependencies()
+    pin_cpu_math()  # in every process that runs a job, before it computes (bench.core.cpu_math)
     try:
-        if job.attack is not None and is_membership_attack(job.attack):
-            return run_membership_job(job, cache_root, progress)
-        return run_job(job, cache_root, progress)
+        return run_job_of_kind(job, cache_root, progress)
     except (Exception, SystemExit) as exc:  # SystemExit: a plug-in calling sys.exit()
         if _interrupted(exc):
             raise KeyboardInterrupt from exc

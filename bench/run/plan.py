@@ -1,13 +1,11 @@
-"""Jobs: one (task, mechanism + params, attack + params or None, seed) of a suite.
-
-A job's identity is a hash of its resolved config, the task version, the data actually
-loaded, and the code version of the parts it uses; the store skips any job whose hash
-it already holds, which is what makes reruns free and interrupted runs resumable.
-"""
+"""A suite's jobs (`expand`), each with the code version of the parts it uses
+(`code_hash_of`): the modules of its task, mechanism and attack classes and what they import,
+the harness, and the audit for the utility jobs that run it. The record itself is
+bench.run.job.Job."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,14 +14,15 @@ from bench.certify.audit.registry import audit_modules
 from bench.core.codeversion import AUDIT_PACKAGE, module_files
 from bench.core.codeversion import RESULT_NEUTRAL as RESULT_NEUTRAL  # re-exported (tests)
 from bench.core.codeversion import code_files as code_files  # re-exported (tests)
-from bench.core.device import device_kind, jobs_device
+from bench.core.device import jobs_device
 from bench.core.errors import ConfigError
-from bench.core.hashing import digest, files_digest
+from bench.core.hashing import files_digest
 from bench.core.preflight import MAX_SEEDS
 from bench.core.project import in_project
 from bench.core.threads import threads_for
 from bench.plugin.protocols import Task
 from bench.plugin.registry import ATTACKS, MECHANISMS, TASKS
+from bench.run.job import Job
 from bench.suite.read import MAX_JOBS, Entry, Suite, job_count_bound, make_task
 
 # Harness modules every job's result depends on.
@@ -36,63 +35,6 @@ _HARNESS = (
     "bench.metrics.utility",
     "bench.metrics.stats",
 )
-
-
-@dataclass(frozen=True)
-class Job:
-    """A unit of work; `hash` identifies it across runs and machines."""
-
-    task: str
-    task_options: dict[str, Any]  # as written in the suite (may hold a local data_root)
-    task_config: dict[str, Any]  # resolved options that define the data and model
-    mechanism: str
-    params: dict[str, Any]
-    attack: str | None
-    attack_params: dict[str, Any]
-    seed: int
-    attack_samples: int
-    task_version: str
-    data_hash: str
-    code_hash: str
-    # Intra-op threads the job runs with (bench.core.threads); fixed by the mechanism's code,
-    # which the code hash covers, so it is not hashed again.
-    threads: int = 1
-    # Where the job runs (bench.core.device): "cpu", "cuda", "cuda:N" or "mps". An accelerator's
-    # kernels give other floats than the CPU's, so its kind (not its index) is part of the
-    # hash; the CPU is not (the reference every device is compared with), so a CPU job's
-    # hash is that of its config, data and code alone.
-    device: str = "cpu"
-    hash: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        identity = {
-            "config": self.config(),
-            "task_version": self.task_version,
-            "data": self.data_hash,
-            "code": self.code_hash,
-        }
-        kind = device_kind(self.device)
-        if kind != "cpu":
-            identity["device"] = kind
-        object.__setattr__(self, "hash", digest(identity, length=20))
-
-    def config(self) -> dict[str, Any]:
-        """The resolved configuration (defaults filled in) that defines this job."""
-        return {
-            "task": self.task,
-            "task_config": self.task_config,
-            "mechanism": self.mechanism,
-            "params": self.params,
-            "attack": self.attack,
-            "attack_params": self.attack_params,
-            "seed": self.seed,
-            "attack_samples": self.attack_samples if self.attack else None,
-        }
-
-    def label(self) -> str:
-        params = ",".join(f"{k}={v}" for k, v in sorted(self.params.items()))
-        tail = f" / {self.attack}" if self.attack else ""
-        return f"{self.task} / {self.mechanism}({params}){tail} / seed {self.seed}"
 
 
 def code_files_of(*classes: type, audited: bool = False) -> set[Path]:

@@ -33,7 +33,8 @@ from bench.report.board.write import (
     shows_inputs,
     write_leaderboard,
 )
-from bench.run.plan import Job, expand
+from bench.run.job import Job
+from bench.run.plan import expand
 from bench.store.results import ResultStore
 from bench.suite.read import Suite, SuiteSource, load_suite, make_task
 

@@ -39,8 +39,8 @@ from rich.progress import (
 from bench.core.errors import ConfigError
 from bench.core.hashing import canonical_json
 from bench.run.executors import Executor, JobFailure, LocalExecutor
+from bench.run.job import Job, job_kind
 from bench.run.kinds.reconstruction import JobOutcome
-from bench.run.plan import Job
 from bench.store.results import ResultStore
 
 LEASE_TIMEOUT_ENV = "BENCH_LEASE_TIMEOUT"
@@ -108,11 +108,6 @@ def spread_settings(jobs: list[Job]) -> list[Job]:
     for depth in range(max((len(group) for group in rounds.values()), default=0)):
         ordered += [group[depth] for group in rounds.values() if depth < len(group)]
     return ordered
-
-
-def job_kind(job: Job) -> tuple[str, str, str]:
-    """(task, mechanism, attack or "utility"): the unit timings are estimated by."""
-    return job.task, job.mechanism, job.attack or "utility"
 
 
 def short_label(job: Job) -> str:

@@ -37,7 +37,7 @@ from bench.core.cpu_math import effective_isa
 from bench.core.errors import ConfigError
 from bench.core.hashing import canonical_json
 from bench.metrics import MetricResult
-from bench.run.plan import Job
+from bench.run.job import Job
 from bench.store.rows import jobs_column
 from bench.store.schema import SCHEMA, SCHEMA_VERSION
 

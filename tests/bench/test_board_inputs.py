@@ -10,7 +10,7 @@ import pytest
 
 import bench.run.publish as api
 from bench.metrics.stats import scalar, summarize
-from bench.run.plan import Job
+from bench.run.job import Job
 from bench.store.results import ResultStore
 from bench.suite.read import Suite, load_suite
 from tests.conftest import stub_job

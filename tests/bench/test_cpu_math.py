@@ -25,18 +25,33 @@ def _fresh(code: str, **env: str) -> str:
 
 
 @pytest.mark.skipif(not HOST_HOLDS_CAPS, reason="needs an x86_64 CPU with AVX2 and FMA")
-def test_importing_bench_pins_torch_to_avx2_before_any_op():
+def test_every_job_pins_torch_to_avx2_before_it_computes():
+    """A job's process (any executor's: `attempt` runs every job) is capped before the job's
+    first op, whatever imported bench or torch before."""
     probe = (
-        "import torch, bench.store.results as s, os; torch.ones(3).sum(); "
-        "print(torch.backends.cpu.get_cpu_capability(), s.machine_info()['cpu_isa'], "
-        "os.environ['MKL_CBWR'], os.environ['ONEDNN_MAX_CPU_ISA'])"
+        "import torch, os, bench.run.executors as e, bench.store.results as s\n"
+        "def job(*args):\n"
+        "    torch.ones(3).sum()\n"
+        "    print(torch.backends.cpu.get_cpu_capability(), s.machine_info()['cpu_isa'],"
+        " os.environ['MKL_CBWR'], os.environ['ONEDNN_MAX_CPU_ISA'])\n"
+        "e.run_job_of_kind = job\n"
+        "e.attempt(None, None)"
     )
     assert _fresh(probe) == "AVX2 AVX2 (pinned) AVX2 AVX2"
+
+
+def test_importing_bench_changes_no_environment():
+    """Importing bench, its plug-in API or its run API sets nothing: the caps are set where
+    jobs start (the CLI, bench.api.run, every job), not as a side effect in a plug-in
+    author's process."""
+    probe = "import os, bench, bench.plugin, bench.api; print(sorted(set(os.environ) & {caps}))"
+    assert _fresh(probe.format(caps=set(CAPS))) == "[]"
 
 
 @pytest.mark.skipif(not HOST_HOLDS_CAPS, reason="needs an x86_64 CPU with AVX2 and FMA")
 def test_opting_out_leaves_the_host_isa_and_says_so():
     probe = (
+        "from bench.core.cpu_math import pin_cpu_math; pin_cpu_math(); "
         "import bench.store.results as s, os; "
         "print(s.machine_info()['cpu_isa'], 'MKL_CBWR' in os.environ)"
     )

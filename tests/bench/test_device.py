@@ -30,7 +30,7 @@ from bench.core.hashing import digest
 from bench.plugin.artifacts import ArtifactCache
 from bench.plugin.protocols import FitContext, NoiseModel
 from bench.plugin.registry import ATTACKS, MECHANISMS
-from bench.run.plan import Job
+from bench.run.job import Job
 from bench.suite.read import parse_suite
 from tests.conftest import ROOT, TINY_SUITE, cli_here
 

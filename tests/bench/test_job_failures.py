@@ -20,8 +20,9 @@ import pytest
 from bench.core.errors import JobsFailedError
 from bench.metrics import MetricResult
 from bench.run.executors import JobFailure, LocalExecutor, _unwrap, attempt
+from bench.run.job import Job
 from bench.run.kinds.reconstruction import JobOutcome
-from bench.run.plan import Job, expand
+from bench.run.plan import expand
 from bench.run.runner import run_jobs
 from bench.store.results import ResultStore
 from bench.suite.read import load_suite
@@ -279,7 +280,7 @@ def test_attempt_returns_a_jobs_error_and_lets_ctrl_c_through(monkeypatch) -> No
                 raise RuntimeError("cleanup failed")
         return JobOutcome(METRICS, {"notion": "none"}, 0.1)
 
-    monkeypatch.setattr("bench.run.executors.run_job", run_job)
+    monkeypatch.setattr("bench.run.executors.run_job_of_kind", run_job)
     results = list(LocalExecutor(1).run([stub_job(0), stub_job(1)], Path("."), False))
     assert isinstance(results[0][1], JobOutcome)
     failure = results[1][1]

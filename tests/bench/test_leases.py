@@ -25,8 +25,9 @@ import pytest
 
 from bench.metrics import MetricResult
 from bench.run.executors import LocalExecutor, RayExecutor, _Pull
+from bench.run.job import Job
 from bench.run.kinds.reconstruction import JobOutcome
-from bench.run.plan import Job, expand
+from bench.run.plan import expand
 from bench.run.runner import lease_timeout_s, run_jobs
 from bench.store.results import ResultStore
 from bench.suite.read import load_suite

@@ -24,12 +24,13 @@ from bench.metrics.membership import (
 )
 from bench.metrics.stats import scalar
 from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.membership import LabelAccess
 from bench.plugin.protocols import FitContext, Guarantee
 from bench.plugin.registry import ATTACKS, MECHANISMS
 from bench.report.board.load import load_leaderboard
 from bench.report.board.rows import build_rows
 from bench.report.board.summary import summary_lines
-from bench.run.kinds.membership import LabelAccess, attacked_records, claim_of, membership_metrics
+from bench.run.kinds.membership import attacked_records, claim_of, membership_metrics
 from bench.run.plan import expand
 from bench.suite.read import load_suite, make_task
 

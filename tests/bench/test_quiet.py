@@ -46,8 +46,8 @@ def test_only_torchs_jit_deprecation_is_ignored() -> None:
 def test_every_job_runs_after_silencing(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
     monkeypatch.setattr(executors, "silence_dependencies", lambda: calls.append("silence"))
-    monkeypatch.setattr(executors, "run_job", lambda *a: calls.append("job") or "done")
-    job = SimpleNamespace(attack=None)  # a utility job: run_job's, not the membership runner
+    monkeypatch.setattr(executors, "run_job_of_kind", lambda *a: calls.append("job") or "done")
+    job = SimpleNamespace(attack=None)  # a utility job
     assert executors.attempt(job, Path("."), False) == "done"  # type: ignore[arg-type]
     assert calls == ["silence", "job"]
 

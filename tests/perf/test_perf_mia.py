@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from bench.plugin.artifacts import ArtifactCache
+from bench.plugin.membership import LabelAccess
 from bench.plugin.protocols import FitContext
 from bench.plugin.registry import ATTACKS, MECHANISMS
-from bench.run.kinds.membership import LabelAccess, attacked_records
+from bench.run.kinds.membership import attacked_records
 from bench.suite.read import make_task
 
 SPAM = {"subsample": 60, "arch": "2x10", "train_epochs": 200}  # default.toml's spam

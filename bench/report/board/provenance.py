@@ -12,7 +12,7 @@ from bench.core.errors import BenchError
 from bench.core.hashing import canonical_json, digest
 from bench.report.board.keys import RowKey, row_key
 from bench.report.board.row import Row
-from bench.run.plan import Job
+from bench.run.job import Job
 
 PROVENANCE_KEYS = (
     "task_version",

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.report.board.labels import WORST_CASE
+from bench.run.job import job_kind
 
-Kind = tuple[str, str, str]  # (task, mechanism, attack or "utility"), as bench.run.runner.job_kind
+Kind = tuple[str, str, str]  # (task, mechanism, attack or "utility"): bench.run.job.job_kind
 
 
 def _row_seconds(row: dict[str, Any]) -> float | None:
@@ -62,11 +63,6 @@ def committed_job_seconds(board_dir: Path) -> dict[Kind, float]:
     return board_job_seconds(doc) if isinstance(doc, dict) else {}
 
 
-def kind_of(job: Any) -> Kind:
-    """A job's kind for timing: (task, mechanism, attack or "utility")."""
-    return (job.task, job.mechanism, job.attack or "utility")
-
-
 def plan_lines(
     suite: str,
     selected: list[Any],
@@ -85,7 +81,7 @@ def plan_lines(
     lines = [
         f"{suite}: {unique} jobs selected, {unique - len(pending)} stored, {len(pending)} would run"
     ]
-    counts = Counter(kind_of(j) for j in pending)
+    counts = Counter(job_kind(j) for j in pending)
     total, unknown = 0.0, 0
     for kind, n in sorted(counts.items()):
         mean = durations.get(kind)
@@ -97,7 +93,7 @@ def plan_lines(
         lines.append("estimate: none yet (no job of these kinds is in the store or its board)")
         return lines
     hint = f"; {unknown} jobs have no stored timing" if unknown else ""
-    used = {kind_of(j) for j in pending} & set(from_board)
+    used = {job_kind(j) for j in pending} & set(from_board)
     source = (
         f"; {len(used)} kinds timed from the committed board {board_dir} (stage timings: "
         "shared artifacts count in every job, so high where jobs share them)"

@@ -29,7 +29,7 @@ from bench.metrics.utility import accuracy, auc
 from bench.plugin.artifacts import ArtifactCache
 from bench.plugin.protocols import Attack, FitContext, Mechanism, Release, Splits, Task
 from bench.plugin.registry import ATTACKS, MECHANISMS
-from bench.run.plan import Job
+from bench.run.job import Job
 from bench.run.queries import RepeatedQueries
 from bench.suite.read import make_task
 

@@ -20,7 +20,7 @@ import torch
 
 from bench.run.publish import expand_suite
 from bench.run.kinds.reconstruction import fit_mechanism, job_environment
-from bench.run.plan import Job
+from bench.run.job import Job
 
 
 def settings(suite: str, seed: int) -> list[Job]:

@@ -35,7 +35,7 @@ from posthoc_attribution_table import FULL_SET  # noqa: E402
 from bench.core.hashing import seeded_init  # noqa: E402
 from bench.plugin.protocols import FitContext  # noqa: E402
 from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
-from bench.run.plan import Job  # noqa: E402
+from bench.run.job import Job  # noqa: E402
 from mechanisms.posthoc.models import train_obfuscator  # noqa: E402
 
 STEP_6 = json.dumps({**FULL_SET, "finetune_epochs": 0})  # the attribution table's step 6

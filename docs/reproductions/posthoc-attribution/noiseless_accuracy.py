@@ -43,7 +43,7 @@ from posthoc_attribution_table import (  # noqa: E402
 from bench.run.publish import expand_suite  # noqa: E402
 from bench.metrics.stats import summarize  # noqa: E402
 from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
-from bench.run.plan import Job  # noqa: E402
+from bench.run.job import Job  # noqa: E402
 from mechanisms.posthoc.models import classifier  # noqa: E402
 
 RETRAIN_EPOCHS = 20

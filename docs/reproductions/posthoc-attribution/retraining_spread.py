@@ -36,7 +36,7 @@ from training_budget import (  # noqa: E402
 )
 
 from bench.run.kinds.reconstruction import job_environment  # noqa: E402
-from bench.run.plan import Job  # noqa: E402
+from bench.run.job import Job  # noqa: E402
 
 
 def seed_and_epochs(text: str) -> tuple[int, int]:

@@ -43,7 +43,7 @@ from bench.plugin.artifacts import ArtifactCache  # noqa: E402
 from bench.plugin.protocols import FitContext  # noqa: E402
 from bench.plugin.registry import MECHANISMS  # noqa: E402
 from bench.run.kinds.reconstruction import FittedJob, job_environment  # noqa: E402
-from bench.run.plan import Job  # noqa: E402
+from bench.run.job import Job  # noqa: E402
 from bench.suite.read import make_task  # noqa: E402
 from mechanisms.posthoc import models  # noqa: E402
 from mechanisms.posthoc.mechanism import default_latent, fit_embedder  # noqa: E402

@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 import bench
 from bench.cli.app import app
 from bench.core.errors import DataMissingError
-from bench.core.hashing import project_code_hash
+from bench.core.hashing import files_digest
+from bench.core.project_hash import project_code_hash, project_source_files
 from bench.data import embedded, fetch, locations
 from bench.data import readers as sources
 from tests.conftest import ROOT
@@ -33,11 +34,12 @@ def test_version_prints_the_version_and_the_code_hash() -> None:
     assert result.exit_code == 0
     assert result.stdout.strip() == f"bench {bench.__version__} (code {project_code_hash()})"
     assert re.fullmatch(r"[0-9a-f]{16}", project_code_hash())
+    assert project_code_hash() == files_digest(project_source_files())  # one code hash
 
 
 @pytest.mark.parametrize("args", [["--version"], ["list", "suites"]], ids=["version", "list"])
 def test_quick_commands_import_neither_torch_nor_numpy(args: list[str]) -> None:
-    """`bench --version` (its torch-free hash equals bench.core.hashing's) and `bench list suites`
+    """`bench --version` (its torch-free hash) and `bench list suites`
     answer without torch or numpy: a fresh interpreter's modules after the command."""
     code = (
         "import sys\nfrom bench.cli.app import main\n"

@@ -17,7 +17,7 @@ import torch
 from bench.metrics.stats import scalar
 from bench.report.board.provenance import IncomparableError, attach_provenance, check_comparable
 from bench.report.tools.compare import compare
-from bench.run.plan import Job
+from bench.run.job import Job
 from bench.run.publish import write_suite_leaderboard
 from bench.store.results import ResultStore
 from tests.conftest import cli_here
