@@ -254,8 +254,7 @@ def run_suite(
 
         lines = warm_rerun(key, store=store_path, out=out_dir, **filters)
         if lines is not None:
-            name = source.name if source is not None else str(suite)
-            return RunOutcome(name, None, [], lines)
+            return RunOutcome(str(source.raw.get("name", suite)), None, [], lines)
     from bench.run.executors import make_executor
     from bench.run.runner import lease_timeout_s
 

@@ -21,6 +21,7 @@ from bench.cli.data import data_app
 from bench.core.cpu_math import pin_cpu_math
 from bench.core.errors import BenchError
 
+INTERRUPTED_EXIT = 130  # Ctrl-C, as shells report a SIGINT
 app = typer.Typer(
     help="Benchmark and attack-evaluation suite for inference-time privacy mechanisms.",
     no_args_is_help=True,
@@ -100,9 +101,10 @@ def main() -> None:
         print(f"bench: error: {' '.join(message.split())} (see --help)", file=sys.stderr)
         sys.exit(getattr(exc, "exit_code", 2))
     except (typer.Abort, KeyboardInterrupt):
+        code = INTERRUPTED_EXIT
+    if code == INTERRUPTED_EXIT:  # typer turns Ctrl-C inside a command into this code
         print("bench: interrupted; finished jobs are stored, run the same command to resume",
               file=sys.stderr)  # fmt: skip
-        sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
 
 
