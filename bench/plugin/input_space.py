@@ -33,7 +33,7 @@ class InputSpaceMechanism(Mechanism):
         self._noise = self.calibrate(task)
 
     def discrete_fit(self, task: Task, ctx: FitContext) -> None:
-        """Take the task's trained split model (bench.tasks.discrete.EmbeddingSplit)."""
+        """Take the task's trained split model (bench.plugin.discrete.EmbeddingSplit)."""
         self._split = task.split_model(ctx)  # type: ignore[attr-defined]
         self.model = self._split.server
         self._noise = self.calibrate(task)

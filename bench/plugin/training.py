@@ -80,7 +80,7 @@ def utility_model(task: Task, ctx: FitContext, arch: str = "default") -> nn.Modu
         "arch": arch,
         "epochs": epochs,
         "seed": ctx.seed,
-        "code": files_digest([Path(__file__), Path(__file__).parents[1] / "tasks" / "models.py"]),
+        "code": files_digest([Path(__file__), Path(__file__).parent / "models.py"]),
     }
 
     def build() -> dict[str, torch.Tensor]:

@@ -20,9 +20,9 @@ import torch
 from torch import nn
 
 from bench.core.errors import ConfigError, DataMissingError
+from bench.plugin.models import small_cnn
 from bench.plugin.protocols import DataSplit, Splits, Task
 from bench.plugin.registry import register_task
-from bench.tasks.models import small_cnn
 
 SPLIT_SEED = 20260105
 UTKFACE_NAME = re.compile(r"^(\d+)_([01])_(\d)_\d+.*\.(jpg|jpeg|png)$", re.IGNORECASE)

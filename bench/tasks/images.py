@@ -19,9 +19,9 @@ from torch import nn
 
 from bench.core.errors import ConfigError, DataMissingError
 from bench.data import readers as sources
+from bench.plugin.models import small_cnn
 from bench.plugin.protocols import DataSplit, Splits
 from bench.plugin.registry import register_task
-from bench.tasks.models import small_cnn
 from bench.tasks.sized import SizedTask
 
 SPLIT_SEED = 20260101  # fixed permutation that defines train / aux membership

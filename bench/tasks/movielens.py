@@ -22,10 +22,11 @@ from torch import nn
 from bench.core.errors import ConfigError
 from bench.core.hashing import files_digest, seeded_init
 from bench.data import readers as sources
+from bench.plugin.discrete import EmbeddingSplit
 from bench.plugin.protocols import DataSplit, FitContext, Splits
 from bench.plugin.registry import register_task
 from bench.plugin.training import train_classifier
-from bench.tasks.discrete import DiscreteTask, EmbeddingSplit, TwoClassScores
+from bench.tasks.discrete import DiscreteTask, TwoClassScores
 
 SPLIT_SEED = 20260108
 TEST_FRACTION = 0.1

@@ -29,10 +29,11 @@ from bench.core.device import to_device
 from bench.core.errors import ConfigError
 from bench.core.hashing import files_digest, seeded_init
 from bench.data import readers as sources
+from bench.plugin.discrete import ENCODE_BATCH, EmbeddingSplit
 from bench.plugin.protocols import DataSplit, FitContext, Splits
 from bench.plugin.registry import register_task
 from bench.plugin.training import train_classifier
-from bench.tasks.discrete import ENCODE_BATCH, DiscreteTask, EmbeddingSplit
+from bench.tasks.discrete import DiscreteTask
 from bench.tasks.transformer_split import (
     EMBEDDED,
     SPLITS,

@@ -33,8 +33,8 @@ from torch.func import jvp
 from bench.core.device import randn, to_device
 from bench.core.errors import ConfigError
 from bench.core.hashing import files_digest, seeded_init, tensor_digest
+from bench.plugin.discrete import ENCODE_BATCH, EmbeddingSplit
 from bench.plugin.protocols import DataSplit, FitContext, Task
-from bench.tasks.discrete import ENCODE_BATCH, EmbeddingSplit
 
 HIDDEN = 64  # width of the server's decompression layer
 GRAM_PROBES = 2  # Gaussian JVP probes per sample for G when the client is not affine

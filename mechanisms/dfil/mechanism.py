@@ -24,9 +24,9 @@ import torch
 
 from bench.certify.fisher.trace import sigma_for_target
 from bench.core.errors import ConfigError
+from bench.plugin.discrete import EmbeddingSplit
 from bench.plugin.protocols import FitContext, Guarantee, Splits, Task
 from bench.plugin.registry import register_mechanism
-from bench.tasks.discrete import EmbeddingSplit
 from mechanisms.dfil.compression import CompressionTraining, compressed_split
 from mechanisms.dfil.smooth_nets import SplitModel
 from mechanisms.dfil.split import FisherSplitMechanism, check_number, module_digest

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from bench.core.errors import ConfigError
-from bench.tasks.models import Normalize
+from bench.plugin.models import Normalize
 
 Split = Literal["early", "middle", "late"]
 SPLITS: tuple[Split, ...] = get_args(Split)

@@ -35,6 +35,7 @@ from bench.core.device import to_cpu, to_device
 from bench.core.errors import ConfigError
 from bench.core.hashing import seeded_init, tensor_digest
 from bench.metrics import MetricResult
+from bench.plugin.discrete import EmbeddingSplit
 from bench.plugin.protocols import (
     Attack,
     FitContext,
@@ -45,7 +46,6 @@ from bench.plugin.protocols import (
     Task,
 )
 from bench.plugin.training import predict_scores, utility_model
-from bench.tasks.discrete import EmbeddingSplit
 from mechanisms.dfil.smooth_nets import Arch, Split, SplitModel, projection_model, split_model
 from mechanisms.dfil.training import SplitTraining, train_split
 

@@ -11,9 +11,9 @@ import torch
 from torch import nn
 
 from bench.core.hashing import files_digest
+from bench.plugin.discrete import EmbeddingSplit
 from bench.plugin.protocols import DataSplit, FitContext, NoiseModel, Task
 from bench.plugin.training import train_classifier
-from bench.tasks.discrete import EmbeddingSplit
 
 
 def noise_tuned_server(

@@ -33,7 +33,7 @@ from bench.certify.lipschitz.global_bounds import (
     spectral_norm,
 )
 from bench.core.errors import ConfigError
-from bench.tasks.models import Normalize
+from bench.plugin.models import Normalize
 
 
 def _reciprocal(t: torch.Tensor) -> torch.Tensor:

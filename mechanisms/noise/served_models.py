@@ -39,7 +39,7 @@ _CODE = (  # the code a served model's artifact depends on (part of its cache re
     __name__,
     "mechanisms.noise.lipschitz_nets",
     "bench.plugin.training",
-    "bench.tasks.models",
+    "bench.plugin.models",
 )
 
 

@@ -19,7 +19,7 @@ composition); rules per layer:
 - Elementwise activations: sup |sigma'|; a diagonal Jacobian with entries <= c is
   c-Lipschitz in every l_p. ReLU, LeakyReLU(<=1), Tanh: 1; Sigmoid: 1/4; exact GELU:
   1.1290 (its slope at x = sqrt 2), so GELU is NOT 1-Lipschitz and counts per layer.
-- Normalize (bench.tasks.models) and eval-mode BatchNorm scale channel c by a_c: max |a_c|,
+- Normalize (bench.plugin.models) and eval-mode BatchNorm scale channel c by a_c: max |a_c|,
   i.e. 1/min std for Normalize. Translations (the mean) do not count.
 - Max pooling: |max a - max b| <= max |a - b| and each input lies in at most m windows
   (m = ceil(extent / stride) per axis): sqrt(m) in l2, m in l1; 1 without overlap.
@@ -53,7 +53,7 @@ from torch.nn.modules.utils import _pair
 
 from bench.core.device import CPU, on_device
 from bench.core.errors import ConfigError
-from bench.tasks.models import Normalize
+from bench.plugin.models import Normalize
 
 Norm = Literal["l1", "l2"]
 NORMS: tuple[Norm, ...] = ("l1", "l2")

@@ -16,7 +16,7 @@ from bench.certify.lipschitz.global_bounds import (
     power_iteration,
 )
 from bench.core.errors import ConfigError
-from bench.tasks.models import Normalize, small_cnn
+from bench.plugin.models import Normalize, small_cnn
 
 
 def _matrix(op: nn.Module, in_shape: tuple[int, ...]) -> torch.Tensor:
