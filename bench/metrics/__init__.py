@@ -82,14 +82,16 @@ _BUILTIN: tuple[MetricSpec, ...] = (
     MetricSpec("attack_s", "lower", "cost", "attack fit + reconstruct time in seconds"),
 )
 
-# For mechanisms that may answer ⊥: the same attack metrics over ALL samples, with the
-# attacker's best prior guess (aux mean, or the most frequent id) where nothing was released.
+# One scoring rule for every mechanism: the same metrics over ALL the queried samples, a
+# refused query (⊥) scored as the attacker's best prior guess (aux mean, or the most frequent
+# id) and, for utility, as the server's (the training split's majority class). A mechanism
+# that never refuses has `<m>_all` equal to `<m>`; the standard tracks rank on `<m>_all`.
 _OVER_ALL = tuple(
     MetricSpec(
         f"{s.name}_all", s.better, s.kind, f"{s.description}, all samples (⊥ -> prior guess)"
     )
     for s in _BUILTIN
-    if s.name in ("mse", "psnr", "ssim", "l1", "l2", "top1", "top5")
+    if s.name in ("accuracy", "mse", "psnr", "ssim", "l1", "l2", "top1", "top5")
 )
 
 # Baselines a row is read against, not measurements of the mechanism: the utility of the best

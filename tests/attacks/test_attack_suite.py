@@ -17,7 +17,7 @@ from bench.core.errors import ConfigError
 from bench.metrics.reconstruction import ssim
 from bench.plugin.artifacts import ArtifactCache
 from bench.plugin.protocols import DataSplit, FitContext, Guarantee, Mechanism, NoiseModel, Release
-from bench.run.kinds.reconstruction import attack_metrics
+from bench.run.kinds.reconstruction import attack_metrics, utility_metrics
 from bench.run.queries import RepeatedQueries
 from bench.tasks.images import FashionMNIST
 from mechanisms.noise.identity import Identity
@@ -280,7 +280,7 @@ def _lookup_metrics(noise_std: float, tmp_path: Path):
     attack = LookupAttack()
     attack.fit(mech, task, task.aux, _ctx(tmp_path))
     release = mech.release(task.test.x, torch.Generator().manual_seed(2))
-    metrics, _ = attack_metrics(task, attack, release, task.test.x, task.aux.x, False)
+    metrics, _ = attack_metrics(task, attack, release, task.test.x, task.aux.x)
     return metrics
 
 
@@ -311,7 +311,7 @@ def test_abstentions_are_scored_over_released_and_over_all_samples(task, tmp_pat
     attack.fit(mech, task, task.splits().aux, _ctx(tmp_path))
     x = task.splits().test.x
     release = mech.release(x, torch.Generator().manual_seed(0))
-    metrics, _ = attack_metrics(task, attack, release, x, task.splits().aux.x, True)
+    metrics, _ = attack_metrics(task, attack, release, x, task.splits().aux.x)
     assert metrics["mse"].n == len(x) // 2 and metrics["mse"].value < 1e-6
     # Over all samples, ⊥ rows get the aux mean: their error is the prior-mean error.
     prior = task.splits().aux.x.mean(0)
@@ -363,7 +363,37 @@ def test_inverter_with_too_few_released_pairs_answers_the_prior_guess(task, tmp_
     assert attack.decoder is None  # nothing trained on 5 pairs
     x = task.splits().test.x
     release = mech.release(x, torch.Generator().manual_seed(0))
-    metrics, x_hat = attack_metrics(task, attack, release, x, task.splits().aux.x, True)
+    metrics, x_hat = attack_metrics(task, attack, release, x, task.splits().aux.x)
     assert torch.equal(x_hat[0], task.splits().aux.x.float().mean(0))
     # The row then shows exactly the no-information baseline it is read against.
     assert metrics["mse"].value == pytest.approx(metrics["mse_prior"].value)
+
+
+def test_one_scoring_rule_every_row_carries_its_over_all_scores(task, tmp_path) -> None:
+    """A mechanism that answers every query is scored by the same rule as one that refuses:
+    its `<m>_all` is its `<m>`, so the tracks rank every mechanism on one metric name."""
+    mech = _calibrated(Identity(), task)
+    attack = OptimizationAttack(max_steps=20)
+    attack.fit(mech, task, task.splits().aux, _ctx(tmp_path))
+    x = task.splits().test.x
+    release = mech.release(x, torch.Generator().manual_seed(0))
+    metrics, _ = attack_metrics(task, attack, release, x, task.splits().aux.x)
+    for name in ("mse", "ssim", "psnr", "l1", "l2"):
+        assert metrics[f"{name}_all"].value == pytest.approx(metrics[name].value, abs=1e-9)
+        assert metrics[f"{name}_all"].n == metrics[name].n == len(x)
+
+
+def test_a_refused_query_counts_as_the_servers_prior_label(task) -> None:
+    """accuracy_all scores a ⊥ as the training split's majority class: a mechanism cannot
+    look more useful by refusing the queries it would get wrong."""
+    mech = _calibrated(HalfAbstaining(), task)
+    x, y = task.splits().test.x, task.splits().test.y
+    release = mech.release(x, torch.Generator().manual_seed(0))
+    wrong = Identity()
+    wrong.predict = lambda r: torch.nn.functional.one_hot((y + 1) % 10, 10).float()  # type: ignore[method-assign]
+    metrics = utility_metrics(task, wrong, release, y, "test", prior_label=3)
+    assert metrics["accuracy"].value == 0.0  # every answered query is wrong
+    refused = ~release.released
+    expected = float((y[refused] == 3).sum()) / len(y)
+    assert metrics["accuracy_all"].value == pytest.approx(expected)
+    assert metrics["accuracy_all"].n == len(y)

@@ -261,7 +261,7 @@ def test_only_released_rows_are_attacked(task, cache) -> None:
     attack = _fitted(PriorAttack(**QUICK), mech, task, cache)
     x = task.splits().test.x[:16]
     release = _release(mech, x)
-    metrics, x_hat = attack_metrics(task, attack, release, x, task.splits().aux.x, True)
+    metrics, x_hat = attack_metrics(task, attack, release, x, task.splits().aux.x)
     assert torch.isfinite(x_hat).all()
     assert torch.equal(x_hat[1::2], task.splits().aux.x.mean(0).expand_as(x_hat[1::2]))
     assert metrics["ssim"].n == len(x) // 2 and metrics["ssim"].value >= 0.9

@@ -91,13 +91,24 @@ def _release(mech: Mechanism, x: torch.Tensor, seed: int, who: str) -> tuple[Rel
 
 
 def utility_metrics(
-    task: Task, mech: Mechanism, release: Release, y: torch.Tensor, who: str
+    task: Task,
+    mech: Mechanism,
+    release: Release,
+    y: torch.Tensor,
+    who: str,
+    prior_label: int | None = None,
 ) -> dict[str, MetricResult]:
-    """Utility over released samples, plus the release rate (⊥ answers are not scored)."""
+    """Utility over released samples, the release rate, and, with the server's prior label
+    (`prior_label`: the training split's majority class), `accuracy_all`: accuracy over every
+    query with a refused one (⊥) answered by that label, the one scoring rule every
+    mechanism is ranked by."""
     scores = to_cpu(mech.predict(release))
     _check_tensor(scores, (len(y), task.num_classes), f"{who}: predict()")
     kept = release.released
     out = {"release_rate": summarize(kept.double().numpy())}
+    if prior_label is not None:
+        predicted = torch.where(kept, scores.argmax(1), torch.full_like(y, prior_label))
+        out["accuracy_all"] = summarize((predicted == y).double().numpy())
     if kept.any():
         out["accuracy"] = summarize(accuracy(scores[kept], y[kept]))
         out["chance"] = scalar(chance_level(task.utility_metric, y[kept]))
@@ -181,12 +192,12 @@ def attack_metrics(
     release: Release,
     x: torch.Tensor,
     aux: torch.Tensor,
-    may_abstain: bool,
     embeddings: torch.Tensor | None = None,
 ) -> tuple[dict[str, MetricResult], torch.Tensor]:
-    """Reconstruct, check the output, and score it over released samples and, for
-    mechanisms that may abstain, over all samples with the prior guess for ⊥. On a discrete
-    task, an attack that does not rank ids is scored in the `embeddings` table's space."""
+    """Reconstruct, check the output, and score it over released samples and over all
+    samples with the prior guess for ⊥ (`<m>_all`: the one scoring rule, equal to `<m>` for
+    a mechanism that answered every query). On a discrete task, an attack that does not
+    rank ids is scored in the `embeddings` table's space."""
     who = f"attack {attack.name}"
     if task.modality in DISCRETE and embeddings is not None and not ranks_ids(attack):
         # A continuous attack on a discrete task reconstructs the embeddings: score it
@@ -223,10 +234,9 @@ def attack_metrics(
         blind = guess.to(outputs.dtype).expand(int(kept.sum()), *outputs.shape[1:])
         baseline = score(x[kept], blind)
         metrics.update({f"{k}_prior": baseline[k] for k in PRIOR_BASELINE if k in baseline})
-    if may_abstain:
-        mask = kept.view(-1, *([1] * (outputs.ndim - 1)))
-        filled = torch.where(mask, outputs, guess.to(outputs.dtype))
-        metrics.update({f"{k}_all": v for k, v in score(x, filled).items()})
+    mask = kept.view(-1, *([1] * (outputs.ndim - 1)))
+    filled = torch.where(mask, outputs, guess.to(outputs.dtype))
+    metrics.update({f"{k}_all": v for k, v in score(x, filled).items()})
     return metrics, x_hat
 
 
@@ -301,7 +311,8 @@ def _run_job(job: Job, cache_root: Path, progress: bool, device: torch.device) -
 
     if job.attack is None:
         release, release_ms = _release(mech, splits.test.x, job.seed, who)
-        metrics = utility_metrics(task, mech, release, splits.test.y, who)
+        prior_label = int(torch.bincount(splits.train.y.long()).argmax())
+        metrics = utility_metrics(task, mech, release, splits.test.y, who, prior_label)
         metrics["fit_s"] = scalar(fitted.fit_s)
         metrics["release_ms"] = scalar(release_ms)
         metrics.update(mech.claim_metrics(task, splits))
@@ -332,9 +343,7 @@ def _run_job(job: Job, cache_root: Path, progress: bool, device: torch.device) -
     attack_ctx = FitContext(derive_seed(job.seed, "attack"), cache, progress, device)
     attack.fit(queried, task, splits.aux, attack_ctx)  # type: ignore[arg-type]
     table = to_cpu(mech.embedding_table())
-    metrics, x_hat = attack_metrics(
-        task, attack, release, target_x, splits.aux.x, mech.may_abstain, table
-    )
+    metrics, x_hat = attack_metrics(task, attack, release, target_x, splits.aux.x, table)
     # Attack cost as if built from scratch (a learned prior cached by another job counts at
     # its recorded build time), like fit_s.
     metrics["attack_s"] = scalar(clock.seconds())

@@ -68,7 +68,7 @@ def _evaluate(mech, fitted: dict) -> dict[str, float]:
     attack.fit(mech, task, splits.aux, FitContext(2, fitted["cache"]))
     x = splits.test.x[:ATTACKED]
     release = mech.release(x, torch.Generator().manual_seed(3))
-    metrics, _ = attack_metrics(task, attack, release, x, splits.aux.x, False)
+    metrics, _ = attack_metrics(task, attack, release, x, splits.aux.x)
     return {**out, **{k: v.value for k, v in metrics.items()}}
 
 
@@ -108,7 +108,7 @@ def test_optimization_attack_is_scored_in_embedding_space(fitted: dict) -> None:
     x = splits.test.x[:8]
     release = mech.release(x, torch.Generator().manual_seed(3))
     table = mech.embedding_table()
-    metrics, x_hat = attack_metrics(task, attack, release, x, splits.aux.x, False, table)
+    metrics, x_hat = attack_metrics(task, attack, release, x, splits.aux.x, table)
     assert x_hat.shape == (8, 2, 32)
     # Unprotected through an invertible linear layer: the embeddings come back far closer
     # than the best data-independent guess (the mean row, whose error is the table variance).
@@ -135,7 +135,7 @@ def test_dfil_calibrates_on_the_embedding_input_and_protects_ids(fitted: dict) -
     x = splits.test.x[:8]
     release = mech.release(x, torch.Generator().manual_seed(3))
     table = mech.embedding_table()
-    _, x_hat = attack_metrics(task, attack, release, x, splits.aux.x, False, table)
+    _, x_hat = attack_metrics(task, attack, release, x, splits.aux.x, table)
     bounds = mech.bound_metrics(attack, table[x], x_hat, release)
     assert bounds["bound_mse"].value == pytest.approx(100.0, rel=1e-6)  # CR = 1/dFIL(x)
     lookup = ATTACKS.get("lookup")()

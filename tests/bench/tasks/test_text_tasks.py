@@ -109,7 +109,7 @@ def _evaluate(mech, fitted: dict, n_attacked: int = 4, steps: int = 300) -> dict
     attack.fit(mech, task, splits.aux, FitContext(2, fitted["cache"]))
     x = splits.test.x[:n_attacked]
     release = mech.release(x, torch.Generator().manual_seed(3))
-    metrics, _ = attack_metrics(task, attack, release, x, splits.aux.x, False)
+    metrics, _ = attack_metrics(task, attack, release, x, splits.aux.x)
     return {**out, **{k: v.value for k, v in metrics.items()}}
 
 

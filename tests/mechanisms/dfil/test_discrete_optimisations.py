@@ -37,7 +37,7 @@ def _lookup_top1(mech, task, cache: ArtifactCache, n: int, steps: int) -> float:
     attack.fit(mech, task, splits.aux, FitContext(2, cache))
     x = splits.test.x[:n]
     release = mech.release(x, torch.Generator().manual_seed(3))
-    metrics, _ = attack_metrics(task, attack, release, x, splits.aux.x, False)
+    metrics, _ = attack_metrics(task, attack, release, x, splits.aux.x)
     return metrics["top1"].value
 
 
