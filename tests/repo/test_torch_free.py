@@ -35,3 +35,13 @@ def test_module_imports_without_torch(module: str) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]", f"{module} imports torch"
+
+
+def test_the_plugin_facade_exports_exactly_its_names() -> None:
+    """bench.plugin's `__all__` (what IDEs and `import *` see) lists every lazily exported
+    name, and each one resolves."""
+    import bench.plugin as plugin
+
+    assert sorted(plugin.__all__) == sorted(plugin._EXPORTS)
+    for name in plugin.__all__:
+        assert getattr(plugin, name) is not None

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,12 +39,12 @@ from bench.core.errors import BenchError, ConfigError
 from bench.core.hashing import derive_seed
 from bench.plugin.artifacts import ArtifactCache
 from bench.plugin.checks.waivers import expected_failures_of
+from bench.plugin.notions import known_notion, notion_spec, notions
 from bench.plugin.protocols import (
     FitContext,
     Guarantee,
     Mechanism,
     NoiseModel,
-    Notion,
     Release,
     Task,
 )
@@ -56,8 +56,6 @@ VALIDATION_TASK_OPTIONS = {"n_train": 300, "n_aux": 100, "n_test": 100, "train_e
 # networks, LUCID's MILPs) within about a minute.
 VALIDATION_TASKS = {"image": "fmnist", "tabular": "spam"}
 TABULAR_TASK_OPTIONS = {"subsample": 40, "n_test": 200, "arch": "2x10", "train_epochs": 100}
-CLAIM_NOTIONS = frozenset({"ip", "ldp", "reconstruction", "dp"})
-TRAINING_SET_NOTIONS = frozenset({"dp", "idp"})  # claims about the training data
 LABEL_PROBES = 2000  # uniform domain samples behind the label-only noise checks
 MIN_NOISED = 200  # noised answers needed to test a keep rate (4 sigma < 0.15)
 BATCH = 16
@@ -183,10 +181,8 @@ class MechanismUnderTest:
         claim about its inputs (a claim about the training data, e.g. DP training, may be
         met in fit and leave the release deterministic)."""
         mech = self.fitted()
-        notion = mech.guarantee().notion
-        return mech.noise() is not None or (
-            notion in CLAIM_NOTIONS and notion not in TRAINING_SET_NOTIONS
-        )
+        spec = notion_spec(mech.guarantee().notion)
+        return mech.noise() is not None or (spec.claims_privacy and spec.neighbours == "inputs")
 
     @property
     def label_only(self) -> bool:
@@ -207,18 +203,21 @@ class MechanismUnderTest:
 
 
 def check_declares_guarantee(mut: MechanismUnderTest) -> str:
-    """guarantee() returns a Guarantee with a known notion and well-formed parameters: a
-    claim needs a finite eps > 0 (idp: >= 0, 0-iDP is attainable), delta in [0, 1), (ip,
-    reconstruction) a radius and distance, and (dp, idp) the neighbouring relation on the
-    training data as its distance, e.g. 'training-set/add-remove'; "none" is a valid
-    declaration for reference mechanisms."""
+    """guarantee() returns a Guarantee with a registered notion (bench.plugin.notions) and
+    well-formed parameters: a claim needs its notion's level (eps, or e.g. inv_dfil) finite
+    and > 0 (>= 0 where the notion allows 0, as 0-iDP), delta in [0, 1), a radius and a
+    distance for a notion that holds within a radius, and for a notion over training sets the
+    neighbouring relation on the training data as its distance, e.g.
+    'training-set/add-remove'; "none" is a valid declaration for reference mechanisms."""
     g = mut.fitted().guarantee()
     if not isinstance(g, Guarantee):
         raise _fail(
             f"guarantee() must return a bench.plugin.protocols.Guarantee, got {type(g).__name__}"
         )
-    if g.notion not in get_args(Notion):
-        raise _fail(f"unknown notion {g.notion!r}; use one of {', '.join(get_args(Notion))}")
+    if not known_notion(g.notion):
+        names = ", ".join(s.name for s in notions())
+        raise _fail(f"unknown notion {g.notion!r}; use one of {names} (or register_notion)")
+    spec = notion_spec(g.notion)
     # "not_private": a diagnostic setting's own statement that its claim does not hold (why).
     void = g.params.get("not_private")
     if void is not None and not (isinstance(void, str) and void):
@@ -230,23 +229,22 @@ def check_declares_guarantee(mut: MechanismUnderTest) -> str:
     ]
     if bad:
         raise _fail(f"guarantee parameters {bad} must be finite numbers")
-    if g.notion in CLAIM_NOTIONS:
-        eps = g.params.get("eps")
-        if eps is None or not eps > 0:
-            raise _fail(f"a {g.notion} claim needs eps > 0 in its params, got {eps!r}")
+    if spec.claims_privacy:
+        param = spec.level.param
+        level = g.params.get(param)
+        ok = level is not None and (level >= 0 if spec.zero_level else level > 0)
+        if not ok:
+            bound = ">= 0" if spec.zero_level else "> 0"
+            raise _fail(f"a {g.notion} claim needs {param} {bound} in its params, got {level!r}")
         delta = g.params.get("delta", 0.0)
         if not 0 <= delta < 1:
             raise _fail(f"delta must lie in [0, 1), got {delta}")
-    if g.notion == "idp":
-        eps = g.params.get("eps")
-        if eps is None or not eps >= 0:
-            raise _fail(f"an idp claim needs eps >= 0 in its params, got {eps!r}")
-    if g.notion in TRAINING_SET_NOTIONS and not str(g.distance or "").startswith("training-"):
+    if spec.neighbours == "training set" and not str(g.distance or "").startswith("training-"):
         raise _fail(
             f"a {g.notion} claim must name its neighbouring datasets as its distance, e.g. "
             f"'training-set/add-remove' or 'training-labels/replace-one', got {g.distance!r}"
         )
-    if g.notion in ("ip", "reconstruction"):
+    if spec.radius:
         if not g.params.get("radius", 0) > 0:
             raise _fail(f"a {g.notion} claim needs a radius > 0 in its params")
         if not g.distance:

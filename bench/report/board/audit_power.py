@@ -18,11 +18,12 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from bench.plugin.notions import Claim, known_notion
+
 # The power a pass needs to count as evidence (`bench validate` uses the same level).
 POWER_LEVEL = 0.8
 RATIO = 1.25  # the violation the power is measured against: 1.25x the claimed eps
 ALPHA = 0.05  # the audit's 95% confidence
-JUDGED_NOTIONS = frozenset({"ip", "ldp"})
 
 
 @cache
@@ -42,12 +43,13 @@ def _ceiling(draws: int, delta: float) -> float:
 def audit_power(row: dict[str, Any]) -> float | None:
     """The power of the row's audit (see the module docstring), None when the row does not
     determine it (another audit, no audit, no eps claim, or a pure claim with power > 0)."""
-    guarantee = row.get("guarantee") or {}
+    claim = Claim.from_row(row.get("guarantee")) if _known(row) else None
     draws = (row.get("metrics") or {}).get("audit_draws")
-    eps, delta = guarantee.get("eps"), float(guarantee.get("delta") or 0.0)
-    if guarantee.get("notion") not in JUDGED_NOTIONS or draws is None:
+    # Judged here: claims the input-pair audit tests (a family's own audit reports its own).
+    if claim is None or not claim.spec.input_pair_audit or draws is None:
         return None
-    if not isinstance(eps, int | float) or eps <= 0:
+    eps, delta = claim.eps, claim.delta
+    if eps is None or eps <= 0:
         return None
     n = int(draws["value"])
     if n == 0:
@@ -55,6 +57,10 @@ def audit_power(row: dict[str, Any]) -> float | None:
     if delta > 0:
         return _gaussian_power(float(eps), delta, n)
     return 0.0 if _ceiling(n, delta) <= eps else None
+
+
+def _known(row: dict[str, Any]) -> bool:
+    return known_notion((row.get("guarantee") or {}).get("notion"))
 
 
 def inconclusive(row: dict[str, Any], level: float = POWER_LEVEL) -> str | None:

@@ -17,8 +17,8 @@ from bench.core.errors import UnknownNameError
 from bench.core.fsutil import atomic_write
 from bench.core.hashing import canonical_json, files_digest
 from bench.metrics import METRICS
+from bench.plugin.families import BoardPlot, board_plots
 from bench.plugin.registry import ATTACKS, MECHANISMS
-from bench.report.board.families import BoardPlot, board_plots
 from bench.report.board.frontier import chance_levels, frontier_png, frontier_points
 from bench.report.board.labels import (
     WORST_CASE,
@@ -132,7 +132,7 @@ def _row_view(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> dict[s
 
 
 # Multi-panel figures of the board itself, shown at the page's width (a family's plots are
-# too, bench.report.board.families).
+# too, bench.plugin.families).
 WIDE_PLOTS = frozenset({"reconstructions"})
 CAPTIONS = {
     "": "secondary view: utility against the worst-case attack MSE (log scale)",

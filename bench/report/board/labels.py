@@ -6,27 +6,22 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from bench.core.errors import BenchError
 from bench.core.hashing import canonical_json
 from bench.metrics import METRICS
 from bench.metrics.membership import SPECS as _MIA_SPECS  # registers the membership metrics
-from bench.report.board.families import privacy_levels
-
-_NOTION_WORDS = {
-    "ldp": "LDP",
-    "ip": "IP",
-    "reconstruction": "reconstruction privacy",
-    "dfil": "dFIL bound",
-    "idp": "iDP",
-    "dp": "DP",
-}
-
+from bench.plugin.notions import UNPROTECTED, notion_spec, privacy_levels
 
 _PARAM_SYMBOLS = {"eps": "ε", "delta": "δ", "radius": "r", "R": "R"}
 
 
-def notion_words(notion: str) -> str:
-    """A privacy notion as a reader names it, e.g. "iDP" for "idp"."""
-    return _NOTION_WORDS.get(notion, notion)
+def notion_words(notion: str | None) -> str:
+    """A privacy notion as a reader names it, e.g. "iDP" for "idp" (its NotionSpec); the
+    bare name for a notion no installed family registers (a plug-in's old board)."""
+    try:
+        return notion_spec(notion).words
+    except BenchError:
+        return str(notion)
 
 
 _PARAM_ORDER = ("eps", "delta", "radius", "R")
@@ -46,9 +41,9 @@ def not_private(row: dict[str, Any] | None) -> str:
 def describe_guarantee(guarantee: dict[str, Any]) -> str:
     """A guarantee in words, e.g. "IP (ε=1, δ=1e-05, r=0.1) over l2/input"; a claim declared
     void reads "NOT PRIVATE (claimed: ...): reason"."""
-    notion = guarantee.get("notion", "none")
-    if notion in (None, "none"):
-        return "none"
+    notion = guarantee.get("notion", UNPROTECTED)
+    if notion in (None, UNPROTECTED):
+        return UNPROTECTED
     void = guarantee.get(NOT_PRIVATE)
     if void:
         rest = {k: v for k, v in guarantee.items() if k != NOT_PRIVATE}
@@ -58,7 +53,7 @@ def describe_guarantee(guarantee: dict[str, Any]) -> str:
     names = [k for k in guarantee if k not in skip and guarantee[k] is not None]
     names.sort(key=lambda k: (_PARAM_ORDER.index(k) if k in _PARAM_ORDER else len(_PARAM_ORDER), k))
     params = [f"{_PARAM_SYMBOLS.get(k, k)}={_fmt_short(guarantee[k])}" for k in names]
-    text = _NOTION_WORDS.get(notion, str(notion))
+    text = notion_words(notion)
     if params:
         text += f" ({', '.join(params)})"
     if guarantee.get("distance"):
@@ -187,7 +182,7 @@ def worst_case_entry(
 
 def privacy_label(params: dict[str, Any]) -> str:
     """The privacy parameter of a setting in short form ("ε=2", "1/dFIL=10": the levels
-    families declare, bench.report.board.families), else ""."""
+    notions declare, bench.plugin.notions), else ""."""
     for level in privacy_levels():
         if level.param in params:
             return f"{level.symbol}={_fmt_short(params[level.param])}"
@@ -238,9 +233,6 @@ def task_prior_baseline(rows: list[dict[str, Any]], score: str | None) -> dict[s
     return max(
         entries, key=lambda e: (values.count(float(e["value"])), float(e["value"])), default=None
     )
-
-
-UNPROTECTED = "none"  # the guarantee notion of a task's unprotected reference (identity, label)
 
 
 def chance_reason(

@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from bench.core.hashing import canonical_json
+from bench.plugin.notions import known_notion, notion_spec
 from bench.report.board.audit_power import inconclusive
 from bench.report.board.frontier import attack_score_of
 from bench.report.board.labels import (
@@ -96,11 +97,11 @@ def _cell(metric: dict[str, Any] | None) -> dict[str, str] | None:
     }
 
 
-# The dFIL checks test each sample one-sided at 95% (bench.certify.fisher.bounds): about 5%
-# of samples fail by chance when the bound holds. A dFIL bound is called broken only when
-# more fail than that could explain (binomial tail below 1%); an exact certificate (iDP)
-# is broken by a single violation.
-TEST_FALSE_ALARM = 0.05
+# A statistical bound check, such as the dFIL checks (each sample one-sided at 95%,
+# bench.certify.fisher.bounds), lets about its false-alarm rate (5% for dFIL)
+# of samples fail by chance when the bound holds (the notion's `bound_false_alarm`). Such a
+# bound is called broken only when more fail than that could explain (binomial tail below
+# 1%); an exact certificate (iDP) is broken by a single violation.
 BROKEN_P = 0.01
 
 
@@ -110,14 +111,17 @@ def _binomial_tail(k: int, n: int, p: float) -> float:
 
 
 def bound_broken(validity: dict[str, Any] | None, notion: str | None) -> bool:
-    """Whether a bound_validity entry shows the bound failing beyond its test's own error."""
+    """Whether a bound_validity entry shows the bound failing beyond its test's own error:
+    an exact bound by any failure, a per-sample estimate (its notion's `bound_false_alarm`)
+    only by more failures than its false-alarm rate explains."""
     if validity is None or validity["value"] >= 1.0:
         return False
-    if notion != "dfil":
+    false_alarm = notion_spec(notion).bound_false_alarm if known_notion(notion) else None
+    if false_alarm is None:
         return True
     n = int(validity.get("n", 1))
     failed = round((1.0 - float(validity["value"])) * n)
-    return _binomial_tail(failed, n, TEST_FALSE_ALARM) < BROKEN_P
+    return _binomial_tail(failed, n, false_alarm) < BROKEN_P
 
 
 def _weakest_validity_row(rows: Any) -> dict[str, Any] | None:

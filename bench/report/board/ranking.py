@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from bench.report.board.families import level_of
+from bench.plugin.notions import EPS, UNPROTECTED, known_notion, notion_spec
 from bench.report.board.labels import notion_words
 
 # Similarity scores (SSIM, top-1): the strongest attack's score at most this.
@@ -111,19 +111,21 @@ def claim_bands(lines: list[dict[str, Any]]) -> list[Band]:
     for line in lines:
         claim = line.get("claim") or {}
         notion = claim.get("notion")
-        param = level_of(notion).param  # the notion's declared level (families.py)
-        if notion in (None, "none") or claim.get(param) is None:
+        if notion in (None, UNPROTECTED) or not known_notion(notion):
+            continue
+        param = notion_spec(notion).level.param  # the notion's declared level
+        if claim.get(param) is None:
             continue
         levels.setdefault(notion, set()).add(float(claim[param]))
     bands: list[Band] = []
     for notion in sorted(levels):
-        declared = level_of(notion)
+        declared = notion_spec(notion).level
         higher = declared.higher_is_stronger
         ordered = sorted(levels[notion], reverse=higher)
         for level in _spread(ordered, MAX_CLAIM_LEVELS):
             relation = "≥" if higher else "≤"
             # A notion's own parameter names it (1/dFIL); eps is said with its notion.
-            words = "" if declared.notion is not None else f"{notion_words(notion)} "
+            words = "" if declared != EPS else f"{notion_words(notion)} "
             label = f"{words}{declared.symbol} {relation} {level:g}"
             bands.append(ClaimBand(label, "claim", notion, declared.param, level, higher))
     return bands

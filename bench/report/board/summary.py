@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.core.hashing import canonical_json
-from bench.report.board.families import privacy_levels
+from bench.plugin.notions import privacy_levels
 from bench.report.board.frontier import attack_score_of
 from bench.report.board.labels import WORST_CASE, score_name_in, utility_metric_of
 

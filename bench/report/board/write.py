@@ -12,8 +12,8 @@ import numpy as np
 
 from bench.core.errors import UnknownNameError
 from bench.core.fsutil import atomic_write, atomic_write_text
+from bench.plugin.families import load_families, write_board_plots
 from bench.plugin.registry import TASKS
-from bench.report.board.families import load_families, write_board_plots
 from bench.report.board.formats import leaderboard_csv, leaderboard_json
 from bench.report.board.html import inputs_stamp, report_stamp, write_index_html
 from bench.report.board.labels import (
@@ -49,7 +49,7 @@ def write_leaderboard(
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
     (label, x, x_hat), the plots the rows' mechanism families register
-    (bench.report.board.families, e.g. a paper's own sweep), reproduction.{md,json} when a
+    (bench.plugin.families, e.g. a paper's own sweep), reproduction.{md,json} when a
     paper's reference table names the suite (bench.report.reproduce.reproduction), and last
     index.html, the static page that shows them all. Text tasks' reconstructed `sentences`
     (label, originals, reconstructions) go into the Markdown. `inputs_digest` (a digest of
@@ -193,7 +193,7 @@ def declared_utility_metrics(tasks: Iterable[str]) -> dict[str, str]:
 
 
 def _write_paper_plots(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
-    """The plots the rows' mechanism families add (bench.report.board.families), drawn from
+    """The plots the rows' mechanism families add (bench.plugin.families), drawn from
     leaderboard rows."""
     return write_board_plots(rows, out_dir)
 

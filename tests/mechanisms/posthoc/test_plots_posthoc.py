@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.report.board.families import board_plots
+from bench.plugin.families import board_plots
 from bench.report.board.html import _task_plots
 from bench.report.board.write import refresh_reproductions, write_leaderboard
 from mechanisms.posthoc.plots import _panels, _radius_panels, write_posthoc_plots

@@ -1,8 +1,8 @@
 """What a mechanism family adds to a board, declared by the family and looked up here: the
-plots of its papers' own sweeps (`BoardPlot`) and the parameter that states its notion's
-privacy level when that is not eps (`PrivacyLevel`, e.g. 1/dFIL). A family fills these
-registries when its package is imported (its hooks module); the report loads the families
-of a board's mechanisms first (`load_families`) and names no family itself."""
+plots of its papers' own sweeps (`BoardPlot`). A family fills this registry when its package
+is imported (its hooks module); the report loads the families of a board's mechanisms first
+(`load_families`) and names no family itself. A family's own privacy notion (and with it
+the parameter that states its level, e.g. 1/dFIL) is declared in bench.plugin.notions."""
 
 from __future__ import annotations
 
@@ -27,32 +27,13 @@ class BoardPlot:
     draw: Callable[[Rows, Path], list[Path]]
 
 
-@dataclass(frozen=True)
-class PrivacyLevel:
-    """The guarantee parameter `param` (shown as `symbol`) that states the privacy level of
-    claims of `notion` (None: every notion without its own), and whether a higher value is
-    the stronger claim."""
-
-    param: str
-    symbol: str
-    notion: str | None = None
-    higher_is_stronger: bool = False
-
-
-EPS = PrivacyLevel("eps", "ε")
 _PLOTS: dict[str, dict[str, BoardPlot]] = {}
-_LEVELS: dict[str, PrivacyLevel] = {EPS.param: EPS}
 
 
 def register_board_plot(mechanisms: Iterable[str], plot: BoardPlot) -> None:
     """Draw `plot` on every board with a row of one of `mechanisms` (registered names)."""
     for name in mechanisms:
         _PLOTS.setdefault(name, {})[plot.suffix] = plot
-
-
-def register_privacy_level(level: PrivacyLevel) -> None:
-    """Declare the parameter that states the privacy level of `level.notion`'s claims."""
-    _LEVELS[level.param] = level
 
 
 def load_families(mechanisms: Iterable[str]) -> None:
@@ -81,13 +62,3 @@ def write_board_plots(rows: Rows, out_dir: Path) -> list[Path]:
     for plot in board_plots(row["mechanism"] for row in rows):
         written += plot.draw(rows, out_dir)
     return written
-
-
-def privacy_levels() -> tuple[PrivacyLevel, ...]:
-    """Every declared privacy level, eps first, then by parameter name."""
-    return (EPS, *(_LEVELS[p] for p in sorted(_LEVELS) if p != EPS.param))
-
-
-def level_of(notion: str | None) -> PrivacyLevel:
-    """The privacy level of a notion's claims: its own declared parameter, else eps."""
-    return next((lv for lv in _LEVELS.values() if lv.notion == notion), EPS)
