@@ -1,5 +1,6 @@
 """Membership-inference metrics: ROC AUC and TPR at a low FPR from per-record attack scores,
-their per-record samples for the seed-level bootstrap, and the ceiling a DP claim puts on TPR.
+their per-record samples for the seed-level bootstrap, and the ceiling a DP claim puts on TPR
+(held against DP claims over training records only: `dp_membership_bound`).
 
 Attack scores are higher for records the attacker believes are members. The prior line (an
 attacker that ignores the answers) has AUC 0.5 and TPR = FPR at every threshold.
@@ -58,7 +59,8 @@ SPECS = (
         "mia_ceiling_1pct_fpr",
         "higher",
         "bound",
-        "the claim's ceiling on TPR at 1% FPR: e^eps * 0.01 + delta",
+        "the ceiling a DP claim of the row's (eps, delta) puts on TPR at 1% FPR: "
+        "e^eps * 0.01 + delta (held against DP claims over training records only)",
     ),
     MetricSpec(
         "mia_ceiling_beaten",
@@ -147,13 +149,37 @@ def auc_ceiling(eps: float, delta: float) -> float:
 
 
 def claimed_bound(guarantee: dict) -> tuple[float, float] | None:
-    """(eps, delta) of a stored guarantee that bounds the membership game, else None: a DP
-    or iDP claim over training records (a label-DP claim over training labels says nothing
-    about a record's presence)."""
+    """(eps, delta) of a DP or iDP claim over training records, else None (a label-DP claim
+    over training labels says nothing about a record's presence): the ceiling a membership
+    job records beside each attack (`mia_ceiling_1pct_fpr` and its exact test), i.e. what a
+    DP claim of that (eps, delta) would allow. Only DP claims are held to it
+    (`dp_membership_bound`); beside an iDP claim it is a scale, not a test of the claim."""
     eps = guarantee.get("eps")
     if guarantee.get("notion") not in ("dp", "idp") or not isinstance(eps, int | float):
         return None
     if not str(guarantee.get("distance") or "").startswith("training-set"):
+        return None
+    return float(eps), float(guarantee.get("delta", 0.0) or 0.0)
+
+
+# The DP notions over training records whose claim bounds the membership game, with the
+# bound each puts on it: add-remove (a record's presence) and replace-one (one record for
+# another) neighbours, both held to e^eps FPR + delta as the claim states them.
+DP_MEMBERSHIP_DISTANCES = ("training-set/add-remove", "training-set/replace-one")
+
+
+def dp_membership_bound(guarantee: dict) -> tuple[float, float] | None:
+    """(eps, delta) of a DP claim over training records, the claims the membership ceiling
+    (`ceiling`, `auc_ceiling`) is held against; None for every other claim. An iDP claim
+    (LUCID's notion) is a property of the one training set D: the answers for D against D
+    minus one record, for the records of D. It bounds no game over a population of members
+    and non-members, so a membership attack measures such a mechanism without testing its
+    claim. A label-DP claim (ALIBI's, over training labels) protects labels, not a record's
+    presence, and "none" claims nothing."""
+    eps = guarantee.get("eps")
+    if guarantee.get("notion") != "dp" or not isinstance(eps, int | float):
+        return None
+    if str(guarantee.get("distance") or "") not in DP_MEMBERSHIP_DISTANCES:
         return None
     return float(eps), float(guarantee.get("delta", 0.0) or 0.0)
 
@@ -206,6 +232,7 @@ __all__ = [
     "ceiling_beaten_everywhere",
     "ceiling_test",
     "claimed_bound",
+    "dp_membership_bound",
     "placements",
     "threshold_at_fpr",
 ]
