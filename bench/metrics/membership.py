@@ -1,5 +1,6 @@
 """Membership-inference metrics: ROC AUC and TPR at a low FPR from per-record attack scores,
-their per-record samples for the seed-level bootstrap, and the ceiling a DP claim puts on TPR.
+their per-record samples for the seed-level bootstrap, and the ceiling a DP claim puts on TPR
+(held against DP claims over training records only: `dp_membership_bound`).
 
 Attack scores are higher for records the attacker believes are members. The prior line (an
 attacker that ignores the answers) has AUC 0.5 and TPR = FPR at every threshold.
@@ -18,11 +19,14 @@ threshold fixed on the non-members; its samples are the members' 0/1 outcomes th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from bench.certify.audit.bounds import clopper_pearson_upper
 from bench.metrics import MetricSpec, register_metric
+from bench.plugin.notions import Claim, known_notion
 
 # The low false-positive rates reported (Carlini et al. 2022, "Membership Inference Attacks
 # From First Principles"), by metric-name suffix; 0.1% only when there are >= 1,000
@@ -58,7 +62,8 @@ SPECS = (
         "mia_ceiling_1pct_fpr",
         "higher",
         "bound",
-        "the claim's ceiling on TPR at 1% FPR: e^eps * 0.01 + delta",
+        "the ceiling a DP claim of the row's (eps, delta) puts on TPR at 1% FPR: "
+        "e^eps * 0.01 + delta (held against DP claims over training records only)",
     ),
     MetricSpec(
         "mia_ceiling_beaten",
@@ -146,16 +151,38 @@ def auc_ceiling(eps: float, delta: float) -> float:
     return min(1.0, 1.0 / (1.0 + math.exp(-eps)) + delta)
 
 
-def claimed_bound(guarantee: dict) -> tuple[float, float] | None:
-    """(eps, delta) of a stored guarantee that bounds the membership game, else None: a DP
-    or iDP claim over training records (a label-DP claim over training labels says nothing
-    about a record's presence)."""
-    eps = guarantee.get("eps")
-    if guarantee.get("notion") not in ("dp", "idp") or not isinstance(eps, int | float):
+# The membership game keeps the training set's size fixed: a member is a record of D, a
+# non-member one that D does not hold, so the two worlds differ by replacing one record.
+# A claim over replace-one neighbours bounds that directly (TPR <= e^eps FPR + delta); an
+# add-remove claim bounds a replacement as a removal then an addition, by group privacy
+# (Dwork and Roth 2014, Theorem 2.2 with k = 2): (2 eps, (1 + e^eps) delta).
+REPLACE_ONE = "training-set/replace-one"
+ADD_REMOVE = "training-set/add-remove"
+
+
+def dp_membership_bound(guarantee: Mapping[str, Any] | Claim) -> tuple[float, float] | None:
+    """(eps, delta) that a DP claim over training records puts on this membership game (the
+    ceiling `ceiling` and `auc_ceiling` are held against), None for every other claim.
+
+    Only notions whose spec says so (`membership_ceiling`: DP over training records) bound
+    the game. An iDP claim (LUCID's notion) is a property of the one training set D, the
+    answers for D against D minus one record, and bounds no game over a population of
+    members and non-members; a label-DP claim (ALIBI's, over training labels) protects
+    labels, not a record's presence; "none" claims nothing."""
+    claim = guarantee if isinstance(guarantee, Claim) else _claim_of_row(guarantee)
+    if claim is None or claim.eps is None or not claim.spec.membership_ceiling:
         return None
-    if not str(guarantee.get("distance") or "").startswith("training-set"):
-        return None
-    return float(eps), float(guarantee.get("delta", 0.0) or 0.0)
+    if claim.distance == REPLACE_ONE:
+        return claim.eps, claim.delta
+    if claim.distance == ADD_REMOVE:
+        return 2 * claim.eps, (1 + math.exp(claim.eps)) * claim.delta
+    return None
+
+
+def _claim_of_row(guarantee: Mapping[str, Any]) -> Claim | None:
+    """The claim of a guarantee dict, None for a notion no installed family registers."""
+    notion = guarantee.get("notion")
+    return Claim.from_row(guarantee) if known_notion(notion) else None
 
 
 def ceiling_test(
@@ -205,7 +232,7 @@ __all__ = [
     "ceiling",
     "ceiling_beaten_everywhere",
     "ceiling_test",
-    "claimed_bound",
+    "dp_membership_bound",
     "placements",
     "threshold_at_fpr",
 ]

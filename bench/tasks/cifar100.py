@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
+from typing import ClassVar
 
 from bench.core.errors import DataMissingError
 from bench.data import readers as sources
@@ -49,6 +50,8 @@ class CIFAR100(ImageTask):
     10,000 test, from `data_root` or BENCH_CIFAR100_ROOT."""
 
     name = "cifar100"
+    # The dataset this task loads by default: reproduction cells are checked against it.
+    source_dataset: ClassVar[str] = "CIFAR-100"
     version = "1"
     num_classes = 100
     input_shape = (3, 32, 32)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -82,6 +82,8 @@ class Faces(Task):
     """Faces for reconstruction: embedded LFW subset, or UTKFace from `data_root`."""
 
     name = "faces"
+    # The dataset this task loads by default: reproduction cells are checked against it.
+    source_dataset: ClassVar[str] = "LFW (scikit-image subset)"
     version = "1"
     modality = "image"
     num_classes = 2

@@ -140,6 +140,8 @@ class FashionMNIST(ImageTask):
     """Fashion-MNIST: 50,000 train / 10,000 aux (from the official train) / 10,000 test."""
 
     name = "fmnist"
+    # The dataset this task loads by default: reproduction cells are checked against it.
+    source_dataset: ClassVar[str] = "Fashion-MNIST"
     version = "1"
     num_classes = 10
     input_shape = (1, 28, 28)
@@ -154,6 +156,7 @@ class MNIST(ImageTask):
     """MNIST: the embedded 5,000-image subset by default, full MNIST from `data_root`."""
 
     name = "mnist"
+    source_dataset: ClassVar[str] = "MNIST"
     version = "1"
     num_classes = 10
     input_shape = (1, 28, 28)
@@ -168,6 +171,7 @@ class CIFAR10(ImageTask):
     """CIFAR-10 from a `cifar-10-batches-py` directory (`data_root` or BENCH_CIFAR10_ROOT)."""
 
     name = "cifar10"
+    source_dataset: ClassVar[str] = "CIFAR-10"
     version = "1"
     num_classes = 10
     input_shape = (3, 32, 32)

@@ -248,6 +248,8 @@ class Adult(TabularTask):
     """UCI Adult income (> 50K), official splits, 108 one-hot / scaled features."""
 
     name, version = "adult", "1"
+    # The dataset this task loads by default: reproduction cells are checked against it.
+    source_dataset: ClassVar[str] = "UCI Adult"
     loader = staticmethod(_adult)
 
 
@@ -256,6 +258,7 @@ class German(TabularTask):
     """UCI German credit risk (bad = 1), 1,000 records."""
 
     name, version = "german", "1"
+    source_dataset: ClassVar[str] = "UCI German credit"
     loader = staticmethod(_german)
 
 
@@ -264,6 +267,7 @@ class Credit(TabularTask):
     """modeldata credit_data: credit status (bad = 1), 4,039 complete records."""
 
     name, version = "credit", "1"
+    source_dataset: ClassVar[str] = "modeldata credit_data"
     loader = staticmethod(_credit)
 
 
@@ -272,6 +276,7 @@ class Spam(TabularTask):
     """DAAG spam7 (the stand-in for the paper's spam-account data), 4,601 e-mails."""
 
     name, version = "spam", "1"
+    source_dataset: ClassVar[str] = "DAAG spam7"
     loader = staticmethod(_spam)
 
 
@@ -280,6 +285,7 @@ class Twitter(TabularTask):
     """The paper's Twitter spam-account table: data_root/twitter.csv, label last."""
 
     name, version = "twitter", "1"
+    source_dataset: ClassVar[str] = "Twitter Spam Accounts"
     loader = staticmethod(_csv_loader("twitter.csv", None))
 
 
@@ -289,6 +295,7 @@ class CreditDefault(TabularTask):
     label column "default payment next month" (or last)."""
 
     name, version = "credit-default", "1"
+    source_dataset: ClassVar[str] = "UCI Default of Credit Card Clients"
     loader = staticmethod(_csv_loader("credit-default.csv", None))
 
 
@@ -297,4 +304,5 @@ class Crypto(TabularTask):
     """The paper's Cryptojacking table: data_root/crypto.csv, label last."""
 
     name, version = "crypto", "1"
+    source_dataset: ClassVar[str] = "Cryptojacking"
     loader = staticmethod(_csv_loader("crypto.csv", None))

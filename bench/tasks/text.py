@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -103,6 +103,8 @@ class SST2(DiscreteTask):
     """
 
     name = "sst2"
+    # The dataset this task loads by default: reproduction cells are checked against it.
+    source_dataset: ClassVar[str] = "Rotten Tomatoes snippets"
     version = "1"
     modality = "text"
     num_classes = 2

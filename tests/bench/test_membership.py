@@ -97,11 +97,15 @@ def test_membership_metrics_report_the_prior_line_and_low_fprs_where_records_all
 
 
 def test_claims_that_bound_the_game() -> None:
-    assert claim_of(Guarantee("dp", {"eps": 1.0, "delta": 1e-5}, "training-set/add-remove")) == (
-        1.0,
-        1e-5,
-    )
-    assert claim_of(Guarantee("idp", {"eps": 0.0}, "training-set/leave-one-out")) == (0.0, 0.0)
+    # The game replaces one record: an add-remove claim bounds it by group privacy (k = 2).
+    add_remove = Guarantee("dp", {"eps": 1.0, "delta": 1e-5}, "training-set/add-remove")
+    assert claim_of(add_remove) == pytest.approx((2.0, (1 + np.e) * 1e-5))
+    replace = Guarantee("dp", {"eps": 1.0, "delta": 1e-5}, "training-set/replace-one")
+    assert claim_of(replace) == (1.0, 1e-5)
+    # iDP is a property of one training set: it bounds no population membership game.
+    import mechanisms.label_only  # noqa: F401  (registers the iDP notion)
+
+    assert claim_of(Guarantee("idp", {"eps": 0.0}, "training-set/leave-one-out")) is None
     # Label DP protects labels, not a record's presence; no claim, no ceiling.
     assert claim_of(Guarantee("dp", {"eps": 1.0}, "training-labels/replace-one")) is None
     assert claim_of(Guarantee("none")) is None
@@ -313,14 +317,21 @@ def test_the_auc_ceiling_flags_an_auc_no_claim_of_that_eps_allows() -> None:
     assert auc_ceiling(0.0, 0.0) == 0.5
     assert auc_ceiling(1.0, 0.0) == pytest.approx(np.e / (1 + np.e))
     leaky = {"mia_auc": 0.6, "mia_tpr_at_1pct_fpr": 0.02, "mia_ceiling_beaten": 0.0}
-    rows = build_rows(
-        [_result("leaky", None, {"accuracy": 0.8}), _result("leaky", "mia-loo", leaky)]
-    )
-    # eps = 0.5 allows AUC up to 0.622: a point estimate of 0.6 (CI [0.6, 0.6]) stays inside.
-    assert not any(r["unreliable"] for r in rows)
+
+    def rows_of(attack_metrics: dict, distance: str) -> list[dict]:
+        results = [
+            _result("leaky", None, {"accuracy": 0.8}),
+            _result("leaky", "mia-loo", attack_metrics),
+        ]
+        for result in results:
+            result["guarantee"]["distance"] = distance
+        return build_rows(results)
+
+    # A replace-one eps = 0.5 claim allows AUC up to 0.622: 0.6 (CI [0.6, 0.6]) stays inside.
+    assert not any(r["unreliable"] for r in rows_of(leaky, "training-set/replace-one"))
     over = {**leaky, "mia_auc": 0.65}
-    rows = build_rows(
-        [_result("leaky", None, {"accuracy": 0.8}), _result("leaky", "mia-loo", over)]
-    )
+    rows = rows_of(over, "training-set/replace-one")
     assert all(r["unreliable"] for r in rows)
+    # The same claim over add-remove neighbours bounds the game at 2 eps: AUC up to 0.731.
+    assert not any(r["unreliable"] for r in rows_of(over, "training-set/add-remove"))
     assert "AUC 0.65" in rows[0]["unreliable_reason"]

@@ -10,6 +10,7 @@ from bench.core.errors import BenchError
 from bench.core.hashing import canonical_json
 from bench.metrics import METRICS
 from bench.metrics.membership import SPECS as _MIA_SPECS  # registers the membership metrics
+from bench.metrics.membership import dp_membership_bound
 from bench.plugin.notions import UNPROTECTED, notion_spec, privacy_levels
 
 _PARAM_SYMBOLS = {"eps": "ε", "delta": "δ", "radius": "r", "R": "R"}
@@ -59,6 +60,22 @@ def describe_guarantee(guarantee: dict[str, Any]) -> str:
     if guarantee.get("distance"):
         text += f" over {guarantee['distance']}"
     return text
+
+
+def membership_claim(guarantee: dict[str, Any]) -> str:
+    """What a setting's membership-attack results are held against, in a few words: the
+    ceiling of a DP claim over training records, else that they test no claim (an iDP claim
+    bounds the answers for one training set against it minus one record, no game over a
+    population; label DP protects labels; "none" claims nothing;
+    bench.metrics.membership.dp_membership_bound)."""
+    if dp_membership_bound(guarantee) is not None:
+        return "held against the DP ceiling"
+    notion = guarantee.get("notion", "none")
+    if notion == "idp":
+        return "measured, not a test of the iDP claim"
+    if notion == "dp":
+        return "measured, no ceiling: label DP"
+    return "measured, no claim"
 
 
 def _fmt_short(v: Any) -> str:

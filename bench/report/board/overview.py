@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from bench.core.hashing import canonical_json
+from bench.metrics.membership import MIA_CEILING, dp_membership_bound
 from bench.plugin.notions import known_notion, notion_spec
 from bench.report.board.audit_power import inconclusive
 from bench.report.board.frontier import attack_score_of
@@ -17,6 +18,7 @@ from bench.report.board.labels import (
     at_chance,
     attack_labels,
     describe_guarantee,
+    membership_claim,
     not_private,
     params_text,
     row_sort_key,
@@ -56,23 +58,24 @@ def _audit_power(metrics: dict[str, Any], guarantee: dict[str, Any] | None = Non
 
 def _membership_cells(worst: dict[str, Any] | None, rows: Any) -> dict[str, Any]:
     """A label-only setting's strongest TPR at 1% FPR (and 0.1% where reported), with the
-    attack that reached it, beside the ceiling its claim puts on that TPR
-    (bench.metrics.membership)."""
+    attack that reached it, beside the ceiling its claim puts on that TPR when the claim is
+    one the ceiling is held against (a DP claim over training records,
+    bench.metrics.membership.dp_membership_bound), and what the attacks are held against."""
     metrics = (worst or {}).get("metrics", {})
-    ceiling = next(
-        (
-            r["metrics"]["mia_ceiling_1pct_fpr"]
-            for r in rows
-            if "mia_ceiling_1pct_fpr" in r["metrics"]
-        ),
-        None,
-    )
+    rows = list(rows)
+    guarantee = next((r.get("guarantee") or {} for r in rows), {})
+    ceiling = None
+    if dp_membership_bound(guarantee) is not None:
+        ceiling = next(
+            (r["metrics"][MIA_CEILING] for r in rows if MIA_CEILING in r["metrics"]), None
+        )
     sources = (worst or {}).get("sources") or {}
     return {
         "mia_tpr": _cell(metrics.get("mia_tpr_at_1pct_fpr")),
         "mia_tpr_by": sources.get("mia_tpr_at_1pct_fpr", ""),
         "mia_tpr_01": _cell(metrics.get("mia_tpr_at_0_1pct_fpr")),
         "mia_ceiling": _cell(ceiling),
+        "mia_claim": membership_claim(guarantee) if "mia_auc" in metrics else "",
     }
 
 

@@ -17,7 +17,7 @@ from bench.metrics.membership import (
     MIA_TPR,
     auc_ceiling,
     ceiling_beaten_everywhere,
-    claimed_bound,
+    dp_membership_bound,
 )
 from bench.metrics.stats import aggregate_seeds
 from bench.report.board.labels import (
@@ -131,44 +131,74 @@ def build_rows(results: Iterable[dict[str, Any]]) -> list[Row]:
 
 
 def flag_unreliable(rows: list[Row]) -> None:
-    """Mark every row of a setting whose privacy audit refuted its claim (eps_audit_lb above
-    the declared eps at 95% confidence), where a membership-inference attack beat the
-    claim's ceiling on TPR at 1% FPR (bench.metrics.membership), or whose mechanism declares the
-    claim void (guarantee `not_private`): `unreliable` true with the reason(s). All numbers
-    here are re-executed by bench (`source`), none copied from papers."""
-    refuted: dict[tuple[str, str, str], str] = {}
+    """Mark every row of a setting whose claim bench refutes: its privacy audit (eps_audit_lb
+    above the declared eps at 95% confidence), for a DP claim over training records a
+    membership-inference attack above the ceiling that claim puts on the game
+    (bench.metrics.membership.dp_membership_bound), for an iDP claim its own definition
+    failing on a probed record (`_idp_definition_broken`), or a mechanism that declares the
+    claim void (guarantee `not_private`): `unreliable` true with the reason(s). An iDP or
+    label-DP claim is never held to the membership ceiling: the attacks measure such a row
+    without testing its claim (bench.report.board.labels.membership_claim says so on the
+    page). All numbers here are re-executed by bench (`source`), none copied from papers."""
+    refuted: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for row in rows:
-        audit = row["metrics"].get("eps_audit_lb")
-        claimed = row["guarantee"].get("eps")
         key = (row["task"], row["mechanism"], canonical_json(row["params"]))
-        if audit is not None and isinstance(claimed, int | float) and audit["value"] > claimed:
-            refuted[key] = (
-                f"privacy audit: eps lower bound {audit['value']:.3g} > claimed {claimed:g}"
-            )
-        beaten = _ceiling_beaten(row)
-        if beaten and key not in refuted:
-            refuted[key] = beaten
+        for reason in (_audit_refutes(row), _ceiling_beaten(row), _idp_definition_broken(row)):
+            if reason and reason not in refuted[key]:
+                refuted[key].append(reason)
     for row in rows:
         row["source"] = "re-executed"
-        audit_reason = refuted.get((row["task"], row["mechanism"], canonical_json(row["params"])))
-        reasons = [r for r in (not_private(row), audit_reason) if r]
+        found = refuted.get((row["task"], row["mechanism"], canonical_json(row["params"])), [])
+        reasons = [r for r in (not_private(row), *found) if r]
         reason = "; ".join(reasons) if reasons else None
         row["unreliable"] = reason is not None
         if reason:
             row["unreliable_reason"] = reason
 
 
+def _audit_refutes(row: dict[str, Any]) -> str | None:
+    """The privacy audit's refutation: its eps lower bound above the declared eps."""
+    audit = row["metrics"].get("eps_audit_lb")
+    claimed = row["guarantee"].get("eps")
+    if audit is not None and isinstance(claimed, int | float) and audit["value"] > claimed:
+        return f"privacy audit: eps lower bound {audit['value']:.3g} > claimed {claimed:g}"
+    return None
+
+
+def _idp_definition_broken(row: dict[str, Any]) -> str | None:
+    """An iDP claim checked against its own definition: the certificate's probe
+    (`bound_validity`, on the utility row) found a record of the domain the certificate
+    covers that is answered without noise although a network trained on the training set
+    minus one record labels it otherwise, so the answers for D and for D minus that record
+    differ for sure. An exact certificate is broken by one such record."""
+    validity = row["metrics"].get("bound_validity")
+    if row["guarantee"].get("notion") != "idp" or validity is None:
+        return None
+    if float(validity["value"]) >= 1.0:
+        return None
+    share = 1.0 - float(validity["value"])
+    return (
+        f"iDP definition check: {share:.3g} of {int(validity.get('n', 0)):,} probed records "
+        "answered without noise where a network trained without one training record "
+        "answers otherwise"
+    )
+
+
 def _ceiling_beaten(row: dict[str, Any]) -> str | None:
-    """Why a membership attack row beats its claim's ceiling: its AUC's 95% CI above the
-    largest AUC the claim allows, or on TPR at 1% FPR (the exact test of
-    bench.metrics.membership.ceiling_test rejected the claim on every seed); else None."""
+    """Why a membership attack row beats the ceiling its DP claim puts on the game: its
+    AUC's 95% CI above the largest AUC the claim allows, or on TPR at 1% FPR (the exact test
+    of bench.metrics.membership.ceiling_test rejected the claim on every seed); else None.
+    Only DP claims over training records are held to it (dp_membership_bound)."""
     if row["attack"] in (None, WORST_CASE):
         return None
-    auc, claim = row["metrics"].get(MIA_SCORE), claimed_bound(row["guarantee"])
-    if auc is not None and claim is not None and float(auc["ci"][0]) > auc_ceiling(*claim):
+    claim = dp_membership_bound(row["guarantee"])
+    if claim is None:
+        return None
+    auc = row["metrics"].get(MIA_SCORE)
+    if auc is not None and float(auc["ci"][0]) > auc_ceiling(*claim):
         return (
             f"membership inference ({row['attack']}): AUC {auc['value']:.3g} "
-            f"[{auc['ci'][0]:.3g}, {auc['ci'][1]:.3g}] above the claim's ceiling "
+            f"[{auc['ci'][0]:.3g}, {auc['ci'][1]:.3g}] above the DP claim's ceiling "
             f"{auc_ceiling(*claim):.3g} (e^eps / (1 + e^eps) + delta)"
         )
     beaten = row["metrics"].get(MIA_CEILING_BEATEN)
@@ -177,7 +207,7 @@ def _ceiling_beaten(row: dict[str, Any]) -> str | None:
     tpr, limit = row["metrics"].get(MIA_TPR, {}), row["metrics"].get(MIA_CEILING, {})
     return (
         f"membership inference ({row['attack']}): TPR at 1% FPR {tpr.get('value', 0.0):.3g} "
-        f"above the claim's ceiling {limit.get('value', 0.0):.3g} (e^eps * FPR + delta) "
+        f"above the DP claim's ceiling {limit.get('value', 0.0):.3g} (e^eps * FPR + delta) "
         "in an exact test on every seed"
     )
 

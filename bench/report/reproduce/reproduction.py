@@ -1,16 +1,22 @@
 """Paper tables against bench's leaderboards: each headline cell a source paper reports (its
-reference table, bench/report/reproduce/reference/<paper>.toml), the bench row that answers it, and
-a verdict
-computed from the numbers by the rules in bench.report.reproduce.verdicts, never typed in.
+reference table, bench/report/reproduce/reference/<paper>.toml), the bench row that answers
+it, and a verdict computed from the numbers by the rules in bench.report.reproduce.verdicts,
+never typed in.
 
 A cell names its suite, task, mechanism, a subset of the row's params and the attack ("" for
 the utility row); exactly one row of the suite's leaderboard may match. Each cell declares its
 comparability `class` (`same`, `scaled` with the difference stated, or `substitute`: another
-dataset, model or task), checked against the task the row runs (`check_class`). `[[trend]]`
-tables declare the paper's own contrasts (tiers of cells from its highest value to its
-lowest); `[[headline]]` tables list the paper's headline results (tables and figures that
-carry numbers or a stated trend) and the cells or trend checks that answer each, or why none
-can: the coverage count.
+dataset, model or task), checked against the dataset the task loads (`check_class`), and
+where its value comes from: printed in the paper's text (`printed` when the text prints it
+otherwise, e.g. "2 sec/image" for 2000 ms), read from a figure (a source naming "read from
+Fig. N" with its reading tolerance), or following from what the paper states (`derived`).
+`[[trend]]` tables declare the paper's own contrasts (tiers of cells from its highest value
+to its lowest, or explicit pairs), `[[comparison]]` tables its mechanism comparisons at equal
+settings (bench.report.reproduce.comparisons), `[[attribution]]` tables where a suite's page
+says that the paper's values are reached only by releases bench refutes
+(bench.report.reproduce.attribution), and `[[headline]]` tables the paper's headline results
+(tables and figures that carry numbers or a stated trend) and the cells or checks that answer
+each, or why none can: the coverage counts.
 """
 
 from __future__ import annotations
@@ -24,12 +30,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from bench.core.errors import ConfigError
-from bench.core.hashing import canonical_json
+from bench.core.errors import BenchError, ConfigError
 from bench.report.reproduce import verdicts as vr
+from bench.report.reproduce.attribution import (
+    Attribution,
+    attribution_line,
+    board_rows,
+    parse_attribution,
+)
+from bench.report.reproduce.comparisons import Comparison, expand, parse_comparison, same_param
 from bench.report.reproduce.verdicts import (
     CLASSES,
     COMPARABLE,
+    NO_DIRECTION,
     NOT_RUN,
     RULES,
     SUBSTITUTE,
@@ -43,18 +56,14 @@ __all__ = ["NOT_RUN", "RULES", "TREND", "VERDICTS", "Cell", "Reference", "Trend"
 REPRODUCED = vr.REPRODUCED
 NOT_REPRODUCED = vr.NOT_REPRODUCED
 
-# The paper datasets a bench task stands for at the same data (a `same` or `scaled` cell must
-# name one of them; any other dataset makes the cell a `substitute`).
-TASK_DATASETS = {
-    "mnist": {"MNIST"},
-    "fmnist": {"FMNIST", "Fashion-MNIST"},
-    "cifar10": {"CIFAR-10"},
-    "cifar100": {"CIFAR-100"},
-    "adult": {"Adult"},
-    "credit": {"Credit"},
-    "movielens": {"MovieLens-20M"},
-    "sst2": {"GLUE-SST2"},
-    "gaussian": {"synthetic N(0, 0.05^2 I_784)"},
+# How the papers name the datasets they use -> the dataset, in the words the tasks declare
+# theirs (`source_dataset` on the task classes, bench/tasks). A `same` or `scaled` cell must
+# name the dataset its task loads; any other dataset makes the cell a `substitute`.
+PAPER_DATASETS = {
+    "FMNIST": "Fashion-MNIST",
+    "Adult": "UCI Adult",
+    "Credit": "UCI Default of Credit Card Clients",
+    "GLUE-SST2": "GLUE SST-2",
 }
 _CELL_KEYS = {
     "id": str,
@@ -75,6 +84,8 @@ _CELL_KEYS = {
     "note": str,
     "same_as": str,
     "rel_tolerance": float,
+    "printed": str,
+    "derived": str,
 }
 _OPTIONAL = {
     "attack_params": {},
@@ -83,6 +94,8 @@ _OPTIONAL = {
     "same_as": "",
     "attack": "",
     "rel_tolerance": 0.0,
+    "printed": "",
+    "derived": "",
 }
 
 
@@ -108,6 +121,8 @@ class Cell:
     note: str = ""
     same_as: str = ""
     rel_tolerance: float = 0.0
+    printed: str = ""
+    derived: str = ""
 
 
 @dataclass(frozen=True)
@@ -137,10 +152,14 @@ class Reference:
     cells: tuple[Cell, ...]
     trends: tuple[Trend, ...] = ()
     headlines: tuple[Headline, ...] = ()
+    comparisons: tuple[Comparison, ...] = ()
+    attributions: tuple[Attribution, ...] = ()
 
     def suites(self) -> list[str]:
-        """The suites whose leaderboards answer some cell, in first-mention order."""
-        return list(dict.fromkeys(c.suite for c in self.cells if c.suite))
+        """The suites whose leaderboards answer some cell or comparison, in first-mention
+        order."""
+        named = [c.suite for c in self.cells] + [c.suite for c in self.comparisons]
+        return list(dict.fromkeys(s for s in named if s))
 
 
 def known_papers() -> list[str]:
@@ -189,14 +208,31 @@ def parse_reference(text: str, where: str) -> Reference:
         _parse_trend(raw, by_id, f"{where}: trend {i + 1}")
         for i, raw in enumerate(data.get("trend", []))
     )
-    if len({t.id for t in trends}) != len(trends):
-        raise ConfigError(f"{where}: two trend checks share an id")
-    names = {t.id for t in trends}
+    comparisons = tuple(
+        parse_comparison(raw, f"{where}: comparison {i + 1}")
+        for i, raw in enumerate(data.get("comparison", []))
+    )
+    names = [t.id for t in trends] + [c.id for c in comparisons]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: two trend checks or comparisons share an id")
     headlines = tuple(
-        _parse_headline(raw, by_id, names, f"{where}: headline {i + 1}")
+        _parse_headline(raw, by_id, set(names), f"{where}: headline {i + 1}")
         for i, raw in enumerate(data.get("headline", []))
     )
-    return Reference(head["id"], head["title"], head["url"], tuple(cells), trends, headlines)
+    attributions = tuple(
+        parse_attribution(raw, f"{where}: attribution {i + 1}")
+        for i, raw in enumerate(data.get("attribution", []))
+    )
+    return Reference(
+        head["id"],
+        head["title"],
+        head["url"],
+        tuple(cells),
+        trends,
+        headlines,
+        comparisons,
+        attributions,
+    )
 
 
 def _parse_cell(raw: Any, where: str) -> Cell:
@@ -221,32 +257,78 @@ def _parse_cell(raw: Any, where: str) -> Cell:
     return cell
 
 
+def task_source_dataset(task: str) -> str | None:
+    """The dataset the registered task `task` loads by default (its `source_dataset`), or
+    None for an unknown task or one that declares none."""
+    from bench.plugin.registry import TASKS
+
+    try:
+        return getattr(TASKS.get(task), "source_dataset", None)
+    except BenchError:
+        return None
+
+
+def paper_dataset(name: str) -> str:
+    """The dataset a paper's name for it stands for, in the tasks' words (PAPER_DATASETS)."""
+    return PAPER_DATASETS.get(name, name)
+
+
 def check_class(cell: Cell, where: str) -> None:
     """A cell's comparability class against the task its row runs: `same` and `scaled`
-    need the paper's own dataset (TASK_DATASETS) and `scaled` a stated difference; anything
-    else must be declared `substitute`."""
+    need the task to load the paper's own dataset (the task's `source_dataset`) and
+    `scaled` a stated difference; anything else must be declared `substitute`."""
     if cell.klass not in CLASSES:
         raise ConfigError(f"{where}: class must be one of {list(CLASSES)}, not {cell.klass!r}")
-    if cell.klass in COMPARABLE and cell.dataset not in TASK_DATASETS.get(cell.task, set()):
-        raise ConfigError(
-            f"{where}: cell {cell.id} is {cell.klass!r} but task {cell.task!r} does not run "
-            f"the paper's dataset {cell.dataset!r}: declare it 'substitute'"
-        )
+    if cell.klass in COMPARABLE:
+        loads = task_source_dataset(cell.task)
+        if loads is None or paper_dataset(cell.dataset) != loads:
+            raise ConfigError(
+                f"{where}: cell {cell.id} is {cell.klass!r} but task {cell.task!r} loads "
+                f"{loads or 'no declared dataset'}, not the paper's {cell.dataset!r}: declare "
+                "it 'substitute'"
+            )
     if cell.klass != "same" and not cell.difference:
         raise ConfigError(f"{where}: cell {cell.id} is {cell.klass!r}: state the difference")
 
 
+_TREND_KEYS = {"id", "source", "claim"}
+
+
 def _parse_trend(raw: Any, cells: dict[str, Cell], where: str) -> Trend:
-    if not isinstance(raw, dict) or set(raw) != {"id", "source", "claim", "tiers"}:
-        raise ConfigError(f"{where}: needs exactly id, source, claim and tiers")
-    tiers = raw["tiers"]
-    if (
-        not isinstance(tiers, list)
-        or len(tiers) < 2
-        or not all(isinstance(t, list) and t and all(isinstance(c, str) for c in t) for t in tiers)
-    ):
-        raise ConfigError(f"{where}: tiers must be >= 2 non-empty lists of cell ids")
-    trend = Trend(raw["id"], raw["source"], raw["claim"], tuple(tuple(t) for t in tiers))
+    if not isinstance(raw, dict) or not set(raw) >= _TREND_KEYS:
+        raise ConfigError(f"{where}: needs id, source, claim and tiers or pairs")
+    extra = set(raw) - _TREND_KEYS - {"by_construction"}
+    if extra not in ({"tiers"}, {"pairs"}):
+        raise ConfigError(f"{where}: needs exactly one of tiers or pairs (and no other keys)")
+    construction = raw.get("by_construction", "")
+    if not isinstance(construction, str):
+        raise ConfigError(f"{where}: by_construction must be a string (why the contrast holds)")
+    if "tiers" in raw:
+        tiers = raw["tiers"]
+        if (
+            not isinstance(tiers, list)
+            or len(tiers) < 2
+            or not all(
+                isinstance(t, list) and t and all(isinstance(c, str) for c in t) for t in tiers
+            )
+        ):
+            raise ConfigError(f"{where}: tiers must be >= 2 non-empty lists of cell ids")
+        trend = Trend(
+            raw["id"], raw["source"], raw["claim"], tuple(tuple(t) for t in tiers), (), construction
+        )
+    else:
+        pairs = raw["pairs"]
+        if (
+            not isinstance(pairs, list)
+            or not pairs
+            or not all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(c, str) for c in p)
+                for p in pairs
+            )
+        ):
+            raise ConfigError(f"{where}: pairs must be a non-empty list of [higher, lower] ids")
+        explicit = tuple((p[0], p[1]) for p in pairs)
+        trend = Trend(raw["id"], raw["source"], raw["claim"], (), explicit, construction)
     for cid in trend.cell_ids():
         if cid not in cells:
             raise ConfigError(f"{where}: {trend.id}: {cid!r} is no cell")
@@ -281,7 +363,7 @@ def _parse_headline(raw: Any, cells: dict[str, Cell], trends: set[str], where: s
             raise ConfigError(f"{where}: {head.id}: {cid!r} is no cell")
     for tid in head.trends:
         if tid not in trends:
-            raise ConfigError(f"{where}: {head.id}: {tid!r} is no trend check")
+            raise ConfigError(f"{where}: {head.id}: {tid!r} is no trend check or comparison")
     if not head.covered and not head.reason:
         raise ConfigError(f"{where}: {head.id}: no cell or trend check: give the reason")
     return head
@@ -290,14 +372,7 @@ def _parse_headline(raw: Any, cells: dict[str, Cell], trends: set[str], where: s
 # ------------------------------------------------------------------------ matching
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Parameter equality with ints and floats alike (1 == 1.0); booleans only equal
-    booleans (True is not 1 here)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return float(a) == float(b)
-    return canonical_json(a) == canonical_json(b)
+_same = same_param  # parameter equality (bench.report.reproduce.comparisons)
 
 
 def matching_rows(cell: Cell, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -353,11 +428,12 @@ def judge(
 ) -> tuple[dict[str, tuple[str, str]], list[dict[str, Any]]]:
     """Cell id -> (verdict, why), and the trend checks' results, from the paper values and
     the bench answers (`answers[id]`). A check is judged on direction only when one of its
-    cells is a substitute."""
+    cells is (a substitute, or a plotted value the paper does not print); it inherits the
+    flags of every row it uses (bench.report.reproduce.verdicts.trend_result)."""
     by_id = {c.id: c for c in cells}
     paper = {c.id: c.value for c in cells}
     results = [
-        vr.trend_result(t, paper, answers, any(by_id[c].klass == SUBSTITUTE for c in t.cell_ids()))
+        vr.trend_result(t, paper, answers, any(_direction_only(by_id[c]) for c in t.cell_ids()))
         for t in trends
     ]
     of_cell: dict[str, list[dict[str, Any]]] = {c.id: [] for c in cells}
@@ -379,15 +455,19 @@ def judge(
             out[cell.id] = (verdict, why)
             continue
         verdict, why = vr.level_verdict(cell.value, answer, cell.rel_tolerance, neighbours[cell.id])
+        from_trends = vr.cell_trend_verdict(judged)
         if (
             verdict == NOT_REPRODUCED
             and answer is not None
-            and judged
+            and from_trends is not None
             and not set(answer["flags"]) & set(vr.UNINFORMATIVE)
-            and all(r["verdict"] == vr.TREND_KEPT for r in judged)
         ):
             ratios = ", ".join(f"{r['ratio']:.2f}" for r in judged)
-            verdict, why = TREND, f"outside the CI; effect ratio {ratios}"
+            why = f"outside the CI; effect ratio {ratios}"
+            if from_trends != TREND:
+                flagged = sorted({c for r in judged for cs in r["flags"].values() for c in cs})
+                why += f"; flagged rows in its checks: {', '.join(flagged)}"
+            verdict = from_trends
         out[cell.id] = (verdict, why)
     return out, results
 
@@ -434,15 +514,58 @@ def summary_line(split: dict[str, dict[str, int]]) -> str:
     return "; ".join(parts)
 
 
-def reproduction(
+def suite_cells(
     reference: Reference, suite: str, rows: list[dict[str, Any]] | None
-) -> dict[str, Any]:
-    """The reproduction document of `suite` against `reference` (what reproduction.json
-    holds): every cell of the paper that names this suite, with its verdict, and the trend
-    checks over those cells."""
+) -> tuple[list[Cell], list[Trend]]:
+    """The cells and trend checks of `suite`: the reference's own, and those its comparisons
+    take from the suite's rows (bench.report.reproduce.comparisons.expand)."""
     cells = [c for c in reference.cells if c.suite == suite]
     ids = {c.id for c in cells}
     trends = [t for t in reference.trends if set(t.cell_ids()) <= ids]
+    for comparison in reference.comparisons:
+        if comparison.suite != suite:
+            continue
+        generated, check = expand(comparison, rows)
+        cells += [Cell(**kwargs) for kwargs in generated]
+        trends.append(check)
+    return cells, trends
+
+
+def default_leaderboards() -> Path | None:
+    """The checkout's committed leaderboards/, where attribution boards are read from when
+    no root is given (a suite's board written on its own); None for an installed copy."""
+    from bench.data.locations import checkout_root
+
+    root = checkout_root()
+    return None if root is None else root / "leaderboards"
+
+
+def _attribution(
+    reference: Reference, suite: str, entries: list[dict[str, Any]], root: Path | None
+) -> dict[str, Any] | None:
+    """The suite's attribution line (bench.report.reproduce.attribution), if the reference
+    declares one for it and the committed boards show it."""
+    for attr in reference.attributions:
+        if attr.suite != suite:
+            continue
+        where = root if root is not None else default_leaderboards()
+        if where is None:
+            return None
+        return attribution_line(attr, entries, board_rows(where, attr.boards))
+    return None
+
+
+def reproduction(
+    reference: Reference,
+    suite: str,
+    rows: list[dict[str, Any]] | None,
+    root: Path | None = None,
+) -> dict[str, Any]:
+    """The reproduction document of `suite` against `reference` (what reproduction.json
+    holds): every cell of the paper that names this suite (and of its comparisons), with its
+    verdict, the trend checks over those cells, and the attribution line where the reference
+    declares one (its boards read under `root`, by default the checkout's leaderboards/)."""
+    cells, trends = suite_cells(reference, suite, rows)
     answers = {c.id: bench_value(c, rows) for c in cells}
     judged, results = judge(cells, trends, answers)
     entries = [
@@ -480,6 +603,7 @@ def reproduction(
         "counts": _counts(entries),
         "counts_by_class": split,
         "summary": summary_line(split),
+        "attribution": _attribution(reference, suite, entries, root),
         "cells": entries,
         "trends": results,
     }
@@ -490,9 +614,11 @@ def references_for_suite(suite: str) -> list[Reference]:
     return [ref for ref in map(load_reference, known_papers()) if suite in ref.suites()]
 
 
-def suite_reproductions(suite: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def suite_reproductions(
+    suite: str, rows: list[dict[str, Any]], root: Path | None = None
+) -> list[dict[str, Any]]:
     """The reproduction documents of `suite`, one per paper naming it (usually one)."""
-    return [reproduction(ref, suite, rows) for ref in references_for_suite(suite)]
+    return [reproduction(ref, suite, rows, root) for ref in references_for_suite(suite)]
 
 
 def _fmt(v: float | None) -> str:
@@ -640,6 +766,7 @@ def reproduction_markdown(docs: list[dict[str, Any]]) -> str:
             "",
             f"Paper: {paper['url']}. Cells: {doc['summary']}.",
             "",
+            *attribution_markdown(doc, "../.."),
             "Verdict rules (computed, never typed in):",
             "",
             *rules_text(doc["rules"]),
@@ -648,6 +775,19 @@ def reproduction_markdown(docs: list[dict[str, Any]]) -> str:
             "",
         ]
     return "\n".join(lines)
+
+
+def attribution_markdown(doc: dict[str, Any], checkout: str | None) -> list[str]:
+    """The document's attribution line with its link (to the doc page's section, the page
+    given relative to `checkout`, or within the page itself when `checkout` is None), and a
+    blank line; nothing when the document has none."""
+    attr = doc.get("attribution")
+    if not attr:
+        return []
+    target = (
+        f"#{attr['anchor']}" if checkout is None else f"{checkout}/{attr['page']}#{attr['anchor']}"
+    )
+    return [f"{attr['text']} The attribution: [{attr['section']}]({target}).", ""]
 
 
 def reproduction_json(docs: list[dict[str, Any]]) -> str:
@@ -663,7 +803,7 @@ def paper_report(paper: str, leaderboards: Path) -> list[dict[str, Any]]:
     for suite in reference.suites():
         path = Path(leaderboards) / suite / "leaderboard.json"
         rows = json.loads(path.read_text())["rows"] if path.is_file() else None
-        docs.append(reproduction(reference, suite, rows))
+        docs.append(reproduction(reference, suite, rows, Path(leaderboards)))
     unassigned = [c for c in reference.cells if not c.suite]
     if unassigned:
         docs.append(reproduction(reference, "", None))
@@ -680,18 +820,57 @@ def _why_not_run(doc: dict[str, Any], entry: dict[str, Any]) -> str:
     return detail
 
 
+# A verdict that says a cell or check was judged on a committed row (not "not run", and not
+# a substitute cell in no check, which gets no verdict at all).
+UNJUDGED = (NOT_RUN, NO_DIRECTION)
+# How a headline is counted, strongest first: what its coverage table says of it.
+LIKE_FOR_LIKE, ANY_RUN, ANY_CELL, NONE = (
+    "like-for-like, run",
+    "run, substitutes only",
+    "cells, none run",
+    "nothing answers it",
+)
+
+
+def _headline_count(
+    h: Headline,
+    verdict: dict[str, str],
+    klass: dict[str, str],
+    trend: dict[str, dict[str, Any]],
+) -> str:
+    """Which of the three counts a headline is in (LIKE_FOR_LIKE includes ANY_RUN includes
+    ANY_CELL): a like-for-like cell or check with a run verdict, any run verdict, any cell."""
+    cells = [(verdict.get(c, NOT_RUN), klass.get(c) in COMPARABLE) for c in h.cells]
+    checks = [(t["verdict"], not t["direction_only"]) for tid in h.trends if (t := trend.get(tid))]
+    judged = [(v, comparable) for v, comparable in cells + checks if v not in UNJUDGED]
+    if any(comparable for _, comparable in judged):
+        return LIKE_FOR_LIKE
+    if judged:
+        return ANY_RUN
+    return ANY_CELL if h.covered else NONE
+
+
 def coverage(reference: Reference, docs: list[dict[str, Any]]) -> dict[str, Any]:
     """The paper's headline results and what answers each: the verdicts of its cells and
-    trend checks, or the reason none can; covered = has a cell or a trend check."""
+    trend checks, or the reason none can, and three counts, the first the headline one:
+    `like_for_like` (a same or scaled cell, or a check over such cells, with a run verdict),
+    `run` (any run verdict, substitutes included) and `covered` (any cell or check at all).
+    A cell that never ran is "not run" in every count."""
     verdict = {e["id"]: e["verdict"] for d in docs for e in d["cells"]}
+    klass = {e["id"]: e["class"] for d in docs for e in d["cells"]}
     why = {e["id"]: _why_not_run(d, e) for d in docs for e in d["cells"]}
-    trend = {t["id"]: t["verdict"] for d in docs for t in d["trends"]}
+    trend = {t["id"]: t for d in docs for t in d["trends"]}
     lines = []
     for h in reference.headlines:
         unanswered = [c for c in h.cells if verdict.get(c, NOT_RUN) == NOT_RUN]
+        unanswered_checks = [
+            t for t in h.trends if trend.get(t, {}).get("verdict", NOT_RUN) == NOT_RUN
+        ]
         reasons = list(dict.fromkeys(why.get(c, "") for c in unanswered if why.get(c)))
+        reasons += [trend[t]["why"] for t in unanswered_checks if t in trend and not h.cells]
         tally = Counter(
-            [verdict.get(c, NOT_RUN) for c in h.cells] + [trend.get(t, NOT_RUN) for t in h.trends]
+            [verdict.get(c, NOT_RUN) for c in h.cells]
+            + [trend.get(t, {}).get("verdict", NOT_RUN) for t in h.trends]
         )
         lines.append(
             {
@@ -701,12 +880,28 @@ def coverage(reference: Reference, docs: list[dict[str, Any]]) -> dict[str, Any]
                 "cells": len(h.cells),
                 "trends": len(h.trends),
                 "verdicts": dict(sorted(tally.items())),
-                "reason": h.reason or "; ".join(reasons),
+                "reason": h.reason or "; ".join(dict.fromkeys(reasons)),
                 "covered": h.covered,
+                "counted": _headline_count(h, verdict, klass, trend),
             }
         )
-    covered = sum(h["covered"] for h in lines)
-    return {"headlines": lines, "covered": covered, "total": len(lines)}
+    return {
+        "headlines": lines,
+        "like_for_like": sum(h["counted"] == LIKE_FOR_LIKE for h in lines),
+        "run": sum(h["counted"] in (LIKE_FOR_LIKE, ANY_RUN) for h in lines),
+        "covered": sum(h["covered"] for h in lines),
+        "total": len(lines),
+    }
+
+
+def coverage_counts(cov: dict[str, Any]) -> str:
+    """The three counts in words, the like-for-like one first (the headline count)."""
+    total = cov["total"]
+    return (
+        f"{cov['like_for_like']} of {total} answered like-for-like with a run verdict; "
+        f"{cov['run']} of {total} with any run verdict (substitutes included); "
+        f"{cov['covered']} of {total} with any cell or check"
+    )
 
 
 # ------------------------------------------------------------------------ doc pages
@@ -725,15 +920,13 @@ def total_counts(docs: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 
 
 def coverage_lines(cov: dict[str, Any]) -> list[str]:
-    """The headline-coverage table of a paper (Markdown)."""
-    share = cov["covered"] / cov["total"] if cov["total"] else 0.0
+    """The headline-coverage table of a paper (Markdown), led by its three counts."""
     lines = [
-        f"Headline results covered: {cov['covered']} of {cov['total']} ({share:.0%}) have "
-        'cells or trend checks; cells no committed row answers are "not run" with the '
-        "reason.",
+        f'Headline results: {coverage_counts(cov)}. A cell that never ran is "not run" in '
+        "every count, with the reason.",
         "",
-        "| headline | source | what | cells / checks | verdicts | why not run |",
-        "|---|---|---|---|---|---|",
+        "| headline | source | what | cells / checks | counted as | verdicts | why not run |",
+        "|---|---|---|---|---|---|---|",
     ]
     for h in cov["headlines"]:
         verdicts_ = ", ".join(f"{n} {v}" for v, n in h["verdicts"].items()) or "—"
@@ -742,6 +935,7 @@ def coverage_lines(cov: dict[str, Any]) -> list[str]:
             h["source"],
             h["what"],
             f"{h['cells']} / {h['trends']}",
+            h["counted"],
             verdicts_,
             h["reason"] or "—",
         ]
@@ -782,6 +976,7 @@ def docs_block(paper: str, leaderboards: Path, link_root: str = "../leaderboards
             "",
             f"**{suite}**{_link(leaderboards, suite, link_root)}: {doc['summary']}.",
             "",
+            *attribution_markdown(doc, None),
         ]
         lines += [line for line in cell_table(doc) if line]
     lines += ["", DOC_END]

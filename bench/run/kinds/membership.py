@@ -31,7 +31,7 @@ from bench.metrics.membership import (
     auc_samples,
     ceiling,
     ceiling_test,
-    claimed_bound,
+    dp_membership_bound,
     threshold_at_fpr,
 )
 from bench.metrics.stats import scalar, summarize
@@ -108,8 +108,9 @@ def attacked_records(
 
 
 def claim_of(guarantee: Guarantee) -> tuple[float, float] | None:
-    """(eps, delta) of a claim that bounds this game, else None (bench.metrics.membership)."""
-    return claimed_bound(guarantee.to_dict())
+    """(eps, delta) a DP claim over training records puts on this game, else None
+    (bench.metrics.membership.dp_membership_bound): only those claims get a ceiling."""
+    return dp_membership_bound(guarantee.claim())
 
 
 def membership_metrics(
