@@ -51,6 +51,7 @@ _TOP_KEYS = {
     "seeds",
     "attack_samples",
     "device",
+    "kind",
     "task",
     "mechanism",
     "attack",
@@ -107,6 +108,9 @@ class Suite:
     # Where the suite's jobs run unless `bench run --device` says otherwise (bench.core.device);
     # None: the CPU.
     device: str | None = None
+    # What kind of board it makes (SUITE_KINDS): a standard track, a paper reproduction or a
+    # study.
+    kind: str = "paper"
 
 
 def suite_dir() -> Path:
@@ -270,6 +274,17 @@ def _names(
     return tuple(names)
 
 
+SUITE_KINDS = ("track", "paper", "study")
+
+
+def _kind(raw: dict[str, Any], source: str) -> str:
+    """The suite's `kind` (default "paper"); another value is a one-line error."""
+    kind = raw.get("kind", "paper")
+    if kind not in SUITE_KINDS:
+        raise _fail(source, f"'kind' must be one of {', '.join(SUITE_KINDS)}, got {kind!r}")
+    return str(kind)
+
+
 def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
     """Validate a parsed TOML document and check every name and parameter it uses."""
     _check_keys(raw, _TOP_KEYS, "the top level", source)
@@ -288,6 +303,7 @@ def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
         attacks=_entries(raw, "attack", _ATTACK_KEYS, source),
         source=source,
         device=_device(raw, source),
+        kind=_kind(raw, source),
     )
     _check_components(suite)
     return suite
