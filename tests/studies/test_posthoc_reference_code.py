@@ -1,8 +1,11 @@
-"""posthoc-ptr's diagnostic switches for the paper's public code: its sensitivity (the
-l_inf -> l_inf constant, declared not private and never ranked) and its training recipe."""
+"""The attribution study's mechanism `posthoc-ptr-reference-code`: posthoc-ptr with the
+switches for the paper's public code (its sensitivity, the l_inf -> l_inf constant, declared
+not private and never ranked; its training recipe, checkpoint rule, classifier, adversary and
+a hand-set proposal), and the product posthoc-ptr without them."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +22,32 @@ from bench.report.board.frontier import frontier_points
 from bench.report.board.labels import WORST_CASE, describe_guarantee
 from bench.report.board.overview import task_overview
 from bench.suite.read import make_task
-from mechanisms.posthoc.mechanism import NOT_PRIVATE, PosthocPTR
-from mechanisms.posthoc.models import classifier, proxy_adversary, train_obfuscator
+from mechanisms.posthoc import models
+from mechanisms.posthoc.mechanism import PosthocPTR
+from studies.posthoc_attribution.mechanism import (
+    NOT_PRIVATE,
+    SWITCH_DEFAULTS,
+    PosthocPTRReferenceCode,
+)
+from studies.posthoc_attribution.training import (
+    ReferenceCodeRecipe,
+    classifier,
+    proxy_adversary,
+    train_obfuscator,
+)
 from tests.mechanisms.posthoc.test_posthoc import TINY
+
+Study = PosthocPTRReferenceCode
 
 
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[PosthocPTR, PosthocPTR, Any]:
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Study, Study, Any]:
     """The same embedder and obfuscator (one cache) calibrated to both sensitivities."""
     task = make_task("mnist", {"n_train": 400, "n_aux": 50, "n_test": 50}, "<test>")
     cache = ArtifactCache(Path(tmp_path_factory.mktemp("cache")))
     fits = []
     for sensitivity in ("l1", "reference-code"):
-        mech = PosthocPTR(eps=2.0, R=0.05, variant="encoder", sensitivity=sensitivity, **TINY)
+        mech = Study(eps=2.0, R=0.05, variant="encoder", sensitivity=sensitivity, **TINY)
         mech.fit(task, task.splits(), FitContext(0, cache))
         fits.append(mech)
     return fits[0], fits[1], task
@@ -61,7 +77,7 @@ def test_reference_code_rows_declare_their_claim_void(pair) -> None:
     assert claim["not_private"] == NOT_PRIVATE and claim["eps"] == 4.0
     assert "l_inf -> l_inf" in NOT_PRIVATE and "does not hold" in NOT_PRIVATE
     # a void claim is a well-formed declaration (the contract check accepts the reason)
-    mut = MechanismUnderTest(PosthocPTR, dict(ref.params))
+    mut = MechanismUnderTest(Study, dict(ref.params))
     mut._fitted = ref
     check_declares_guarantee(mut)
     text = describe_guarantee(ref.guarantee().to_dict())
@@ -138,7 +154,7 @@ def test_hand_set_proposal_is_the_deltap_that_the_test_and_the_release_use(pair)
     scale (DeltaP R / eps); the calibration is still run and reported."""
     right, _, task = pair
     cache = ArtifactCache(right.ctx.cache.root)
-    mech = PosthocPTR(eps=2.0, R=0.05, variant="encoder", proposal=0.5, **TINY)
+    mech = Study(eps=2.0, R=0.05, variant="encoder", proposal=0.5, **TINY)
     mech.fit(task, task.splits(), FitContext(0, cache))
     assert mech.delta_p == 0.5 and mech.cfg.delta_p == 0.5
     assert mech.noise().scale == pytest.approx(0.5 * 0.05 / 2.0)
@@ -185,7 +201,9 @@ def test_bad_switch_values_are_one_line_errors() -> None:
         {"proposal": float("inf")},
     ):
         with pytest.raises(ConfigError):
-            PosthocPTR(**bad)
+            Study(**bad)
+    with pytest.raises(ConfigError, match="unknown checkpoint rule"):
+        ReferenceCodeRecipe(checkpoint="best")
 
 
 def test_reference_code_classifier_is_affine_at_evaluation() -> None:
@@ -215,7 +233,7 @@ def test_reference_code_classifier_fits_deterministically_and_releases_in_eval_m
     task = make_task("mnist", {"n_train": 400, "n_aux": 50, "n_test": 50}, "<test>")
     preds = []
     for run in range(2):
-        mech = PosthocPTR(eps=5.0, R=0.05, variant="encoder", classifier="reference-code", **TINY)
+        mech = Study(eps=5.0, R=0.05, variant="encoder", classifier="reference-code", **TINY)
         mech.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path / str(run))))
         assert not mech.h.training
         release = mech.release(task.splits().test.x, torch.Generator().manual_seed(0))
@@ -265,3 +283,54 @@ def test_reference_code_adversary_changes_only_arl_training_and_is_deterministic
     decoder_run = weights("arl", "reference-code")
     assert torch.equal(decoder_run, weights("arl", "reference-code"))
     assert not torch.equal(decoder_run, weights("arl", "bench"))
+
+
+def test_the_product_has_none_of_the_study_switches() -> None:
+    """posthoc-ptr's parameters are bench's alone: the six switches exist only on the study
+    mechanism, which adds exactly them, with bench's values as defaults, to the product's."""
+    product = {f.name for f in dataclasses.fields(PosthocPTR.Params)}
+    study = {f.name: f.default for f in dataclasses.fields(Study.Params)}
+    assert not product & set(SWITCH_DEFAULTS)
+    assert set(study) == product | set(SWITCH_DEFAULTS)
+    assert {k: study[k] for k in SWITCH_DEFAULTS} == SWITCH_DEFAULTS
+    assert "lipschitz_method" in product  # the solver choice is a user's, and stays
+    for switch in SWITCH_DEFAULTS:
+        with pytest.raises(ConfigError, match="no parameter"):
+            PosthocPTR(**{switch: SWITCH_DEFAULTS[switch]})
+    assert Study.name == "posthoc-ptr-reference-code" and issubclass(Study, PosthocPTR)
+
+
+def test_the_study_at_its_defaults_computes_what_the_product_computes(tmp_path: Path) -> None:
+    """From separate caches, the study mechanism at its defaults trains the same networks,
+    calibrates the same DeltaP, makes the same claim and releases the same values as
+    posthoc-ptr (arl-c-n: every training term is exercised)."""
+    task = make_task("mnist", {"n_train": 300, "n_aux": 20, "n_test": 20}, "<test>")
+    x = task.splits().test.x
+    fits = []
+    for cls in (PosthocPTR, Study):
+        mech = cls(eps=5.0, R=0.05, variant="arl-c-n", **TINY)
+        mech.fit(task, task.splits(), FitContext(0, ArtifactCache(tmp_path / cls.name)))
+        fits.append((mech, mech.release(x, torch.Generator().manual_seed(3))))
+    (product, out_p), (study, out_s) = fits
+    for a, b in zip(product.f.state_dict().values(), study.f.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert np.array_equal(product.calibration["values"], study.calibration["values"])
+    assert product.delta_p == study.delta_p and product.cfg == study.cfg
+    assert product.guarantee() == study.guarantee()
+    assert torch.equal(out_p.values, out_s.values) and torch.equal(out_p.released, out_s.released)
+    assert torch.equal(product.predict(out_p), study.predict(out_s))
+
+
+def test_the_study_recipe_at_its_defaults_is_benchs_hook_for_hook() -> None:
+    """ReferenceCodeRecipe() trains exactly as mechanisms.posthoc.models' bench recipe, on
+    every variant part (the loop's random draws are the same)."""
+    gen = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    z, x = torch.randn(200, 8, generator=gen()), torch.rand(200, 1, 28, 28, generator=gen())
+    y = torch.randint(0, 10, (200,), generator=gen())
+
+    def weights(recipe: models.TrainingRecipe) -> torch.Tensor:
+        torch.manual_seed(0)
+        f, h = models.train_obfuscator(z, x, y, 10, "arl-c-n", 2, gen(), recipe=recipe)
+        return torch.cat([p.detach().flatten() for p in (*f.parameters(), *h.parameters())])
+
+    assert torch.equal(weights(models.BENCH_RECIPE), weights(ReferenceCodeRecipe()))
