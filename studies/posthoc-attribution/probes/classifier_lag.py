@@ -15,7 +15,7 @@ it near chance, and f moved far in each epoch, h would be chasing a moving targe
 is measured with only the ARL weight alpha changed (--alpha), to tell whether that weight
 decides. All accuracies are on the 2,000 test images, without noise or refusals.
 
-    BENCH_CACHE=... python docs/reproductions/posthoc-attribution/classifier_lag.py \
+    BENCH_CACHE=... python studies/posthoc-attribution/probes/classifier_lag.py \
         BOARD VARIANT [--step-params JSON] [--epochs 1 2 3] [--alpha 0.9]
 """
 
@@ -29,13 +29,14 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # the probes beside this one
+sys.path.insert(0, str(ROOT.parents[2]))  # the studies package
 
 from checkpoint_epoch import STEP_6, obfuscator_trainer, row_job  # noqa: E402
 from noiseless_accuracy import accuracy, train_classifier  # noqa: E402
 
 from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
-from mechanisms.posthoc.models import REFERENCE_LR  # noqa: E402
+from studies.posthoc_attribution.training import REFERENCE_LR  # noqa: E402
 
 
 def relative_move(new: torch.Tensor, old: torch.Tensor) -> float:
@@ -63,7 +64,7 @@ def main() -> None:
         fitted = fit_mechanism(job, cache, False, on.device)
         mech, p = fitted.mechanism, fitted.mechanism.p
         train, test = fitted.splits.train, fitted.splits.test
-        lr = REFERENCE_LR if p.recipe == "reference-code" else 1e-3
+        lr = REFERENCE_LR if getattr(p, "recipe", "bench") == "reference-code" else 1e-3
         train_to = obfuscator_trainer(fitted, job, on.device)
         with torch.no_grad():
             z_train = mech.vae(train.x.to(on.device))

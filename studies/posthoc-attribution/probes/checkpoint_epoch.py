@@ -6,7 +6,7 @@ moving anything), once to the end with the criterion traced per epoch, once up t
 the rule picks. The second must equal the row's cached networks; both are scored on the
 2,000 test images without noise or refusals.
 
-    BENCH_CACHE=... python docs/reproductions/posthoc-attribution/checkpoint_epoch.py \
+    BENCH_CACHE=... python studies/posthoc-attribution/probes/checkpoint_epoch.py \
         BOARD VARIANT [--step-params JSON]
 
 BOARD and VARIANT pick the row by the attribution table's step parameters (the default is
@@ -26,17 +26,18 @@ from typing import Any
 import torch
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT.parents[1] / "scripts"))
+sys.path.insert(0, str(ROOT))  # the probes beside this one
+sys.path.insert(0, str(ROOT.parents[2]))  # the studies package
 
 from noiseless_accuracy import accuracy, job_of  # noqa: E402
 from posthoc_attribution_table import FULL_SET  # noqa: E402
 
 from bench.core.hashing import seeded_init  # noqa: E402
 from bench.plugin.protocols import FitContext  # noqa: E402
-from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
 from bench.run.job import Job  # noqa: E402
-from mechanisms.posthoc.models import train_obfuscator  # noqa: E402
+from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
+from studies.posthoc_attribution.mechanism import SWITCH_DEFAULTS  # noqa: E402
+from studies.posthoc_attribution.training import train_obfuscator  # noqa: E402
 
 STEP_6 = json.dumps({**FULL_SET, "finetune_epochs": 0})  # the attribution table's step 6
 Networks = tuple[torch.nn.Module, torch.nn.Module]
@@ -55,17 +56,18 @@ def obfuscator_trainer(fitted: Any, job: Job, device: torch.device) -> Callable[
     epochs exactly as its fit does (checkpoint rule "last"), so that a run of k epochs equals
     epoch k of a longer one; keyword overrides (e.g. alpha) change one training choice."""
     mech, p, train = fitted.mechanism, fitted.mechanism.p, fitted.splits.train
+    switch = {**SWITCH_DEFAULTS, **vars(p)}  # a posthoc-ptr row (no switches): bench's values
     with torch.no_grad():
         z_train = mech.vae(train.x.to(device))
-    z_std = mech._posterior_std(train.x) if p.recipe == "reference-code" else None
+    z_std = mech._posterior_std(train.x) if switch["recipe"] == "reference-code" else None
     ctx = FitContext(job.seed, fitted.cache, False, device)
 
     def train_to(epochs: int, trace: list[float] | None = None, **overrides: Any) -> Networks:
         choices = {
             "alpha": p.alpha,
-            "recipe": p.recipe,
-            "classifier_kind": p.classifier,
-            "adversary_kind": p.adversary,
+            "recipe": switch["recipe"],
+            "classifier_kind": switch["classifier"],
+            "adversary_kind": switch["adversary"],
             **overrides,
         }
         with seeded_init(ctx.seed, "posthoc-obf-init"):

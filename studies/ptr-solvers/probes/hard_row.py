@@ -18,7 +18,7 @@ exact over layer 2's completions once layer 1 is fixed (reachability aside). It 
 bench.certify.lipschitz.coupled.CoupledBound, the region search's node bound.
 
 Usage (repository root, package installed, about 4 minutes):
-PYTHONPATH=. python docs/reproductions/lipschitz-exact/hard_row.py
+PYTHONPATH=. python studies/ptr-solvers/probes/hard_row.py
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 [8,32,32,8] at R = 0.5, l_inf -> l_1, 60 s per net, one net after another on one thread.
 
 Usage (repository root, package installed):
-OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python docs/reproductions/lipschitz-exact/region_search.py
+OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python studies/ptr-solvers/probes/region_search.py
 [--time-limit S] [--floor F] [SEED ...]; with --check, it compares itself with the pattern
 search on smaller shapes instead. `--floor F` hands the search an attained value F to start
 from (an experiment: how much a better early lower bound would save). One BLAS thread: the

@@ -8,7 +8,7 @@ the row's kind and of bench's kind on the frozen f. All accuracies are on the 2,
 images, without noise or refusals. The row itself is seed 0 at its own embedder epochs
 (training-budget.txt, 30-epoch budget).
 
-    BENCH_CACHE=... python docs/reproductions/posthoc-attribution/retraining_spread.py \
+    BENCH_CACHE=... python studies/posthoc-attribution/probes/retraining_spread.py \
         [BOARD VARIANT] [--step-params JSON] [--runs SEED:VAE_EPOCHS ...]
 """
 
@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT.parents[1] / "scripts"))
+sys.path.insert(0, str(ROOT))  # the probes beside this one
+sys.path.insert(0, str(ROOT.parents[2]))  # the studies package
 
 from checkpoint_epoch import row_job  # noqa: E402
 from posthoc_attribution_table import STEPS  # noqa: E402
@@ -35,8 +35,8 @@ from training_budget import (  # noqa: E402
     trained_with_snapshots,
 )
 
-from bench.run.kinds.reconstruction import job_environment  # noqa: E402
 from bench.run.job import Job  # noqa: E402
+from bench.run.kinds.reconstruction import job_environment  # noqa: E402
 
 
 def seed_and_epochs(text: str) -> tuple[int, int]:

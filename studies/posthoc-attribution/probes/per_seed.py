@@ -3,7 +3,9 @@ of several seeds is a mean over them (bench.metrics.stats.aggregate_seeds), and 
 each seed's accuracy [95% CI over the test queries], the share of queries PTR answered, the
 proposal DeltaP and the audit's lower bound, with the mean the board reports.
 
-    python docs/reproductions/posthoc-attribution/per_seed.py SUITE STORE
+    PYTHONPATH=. python studies/posthoc-attribution/probes/per_seed.py SUITE_FILE STORE
+
+SUITE_FILE: a suite of the study, e.g. studies/posthoc-attribution/suites/posthoc-attribution-seeds.toml.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ one net after another on one thread, each timed as the whole call; medians (time
 the limit) beside the LipMIP-style baseline's (Gurobi, from results.jsonl).
 
 Usage (repository root, package installed):
-OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python docs/reproductions/lipschitz-exact/default_method.py
+OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python studies/ptr-solvers/probes/default_method.py
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from region_search import net_and_centre
 TIME_LIMIT = 60.0
 ROWS = [([8, 8, 8, 8], 0.1), ([8, 8, 8, 8], 0.5), ([8, 8, 8, 8], 1.0)]
 ROWS += [([8, 32, 32, 8], 0.1), ([8, 32, 32, 8], 0.5)]
-RESULTS = Path(__file__).with_name("results.jsonl")
+RESULTS = Path(__file__).parents[1] / "records" / "results.jsonl"
 
 
 def baseline_median(sizes: list[int], radius: float) -> float:

@@ -14,7 +14,7 @@ nothing), so the row's own networks are those the rule keeps within the row's bu
 accuracies are on the 2,000 test images, without noise or refusals. The row's embedder
 comes from the artifact cache (or is trained); the row's obfuscator fit is not needed.
 
-    BENCH_CACHE=... python docs/reproductions/posthoc-attribution/training_budget.py \
+    BENCH_CACHE=... python studies/posthoc-attribution/probes/training_budget.py \
         [BOARD VARIANT] [--step-params JSON] [--factor 2] [--every 10]
 """
 
@@ -32,8 +32,8 @@ from unittest import mock
 import torch
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT.parents[1] / "scripts"))
+sys.path.insert(0, str(ROOT))  # the probes beside this one
+sys.path.insert(0, str(ROOT.parents[2]))  # the studies package
 
 from checkpoint_epoch import obfuscator_trainer, row_job  # noqa: E402
 from noiseless_accuracy import accuracy, retrained  # noqa: E402
@@ -42,11 +42,12 @@ from posthoc_attribution_table import STEPS  # noqa: E402
 from bench.plugin.artifacts import ArtifactCache  # noqa: E402
 from bench.plugin.protocols import FitContext  # noqa: E402
 from bench.plugin.registry import MECHANISMS  # noqa: E402
-from bench.run.kinds.reconstruction import FittedJob, job_environment  # noqa: E402
 from bench.run.job import Job  # noqa: E402
+from bench.run.kinds.reconstruction import FittedJob, job_environment  # noqa: E402
 from bench.suite.read import make_task  # noqa: E402
 from mechanisms.posthoc import models  # noqa: E402
 from mechanisms.posthoc.mechanism import default_latent, fit_embedder  # noqa: E402
+from studies.posthoc_attribution import training  # noqa: E402
 
 STEP_9 = json.dumps(STEPS[9][2])  # the attribution table's step 9
 Weights = dict[str, torch.Tensor]
@@ -86,7 +87,7 @@ def trained_with_snapshots(
     """Train f and h for `epochs` epochs as the row's fit does, keeping every epoch's weights
     (the trained networks themselves are the snapshots' `nets`)."""
     snapshots = EpochSnapshots()
-    build_f, build_h = models.obfuscator, models.classifier
+    build_f, build_h = models.obfuscator, training.classifier
 
     def kept(name: str, build: Any) -> Any:
         def make(*args: Any, **kwargs: Any) -> torch.nn.Module:
@@ -97,7 +98,7 @@ def trained_with_snapshots(
 
     with (
         mock.patch.object(models, "obfuscator", kept("f", build_f)),
-        mock.patch.object(models, "classifier", kept("h", build_h)),
+        mock.patch.object(training, "classifier", kept("h", build_h)),
     ):
         obfuscator_trainer(fitted, job, device)(epochs, snapshots)
     return snapshots
@@ -147,7 +148,8 @@ def scores_at(
     f, h = snaps.nets["f"], snaps.nets["h"]
     f.load_state_dict(snaps.weights[epoch - 1][0])
     h.load_state_dict(snaps.weights[epoch - 1][1])
-    return scores(fitted, f.eval(), h.eval(), fitted.mechanism.p.classifier, embeddings)
+    kind = getattr(fitted.mechanism.p, "classifier", "bench")
+    return scores(fitted, f.eval(), h.eval(), kind, embeddings)
 
 
 def main() -> None:

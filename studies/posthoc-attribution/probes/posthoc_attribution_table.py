@@ -1,13 +1,15 @@
-"""The attribution ("waterfall") table of docs/posthoc.md, from the committed boards of the
+"""The attribution ("waterfall") table of the study's README, from the committed boards of the
 posthoc-attribution suites (subset, checkpoint, the chain's steps 5-7, classifier,
-adversary, seeds, beside) and the paper's Table 1 cells in bench/report/reproduce/reference/posthoc.toml:
-accuracy [95% CI] of each cumulative step per obfuscator and eps, DeltaP per step, and each
+adversary, seeds, beside) and the paper's Table 1 cells in
+bench/report/reproduce/reference/posthoc.toml: accuracy [95% CI] of each cumulative step per
+obfuscator and eps, DeltaP per step, and each
 step's share of the gap to the paper at eps 5 and 10. It prints the table, or with --write
-puts it in docs/posthoc.md between `<!-- attribution-table:begin -->` and
-`<!-- attribution-table:end -->` (tests/docs/test_posthoc_attribution_doc.py holds the page
-to it).
+puts it in studies/posthoc-attribution/README.md between `<!-- attribution-table:begin -->`
+and `<!-- attribution-table:end -->` (tests/studies/test_posthoc_attribution_table.py holds
+the README to it). The boards' rows name `posthoc-ptr` with the switches among its parameters
+(the mechanism of the version they ran at); rows of a re-run name the study mechanism.
 
-    python docs/scripts/posthoc_attribution_table.py [--write]
+    python studies/posthoc-attribution/probes/posthoc_attribution_table.py [--write]
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
+STUDY_DIR = ROOT / "studies" / "posthoc-attribution"
+# The mechanism names a row of the study has: the product's, on the committed boards (before
+# the switches left it), and the study mechanism's, on a board re-run since.
+MECHANISMS = ("posthoc-ptr", "studies.posthoc_attribution.mechanism:PosthocPTRReferenceCode")
 VARIANTS = ("encoder", "arl", "c", "arl-c-n")
 EPS = (1.0, 2.0, 5.0, 10.0)
 # (label, board, the step's own parameters; every other parameter at its default). A
@@ -185,7 +191,8 @@ def absent(boards: dict[str, list[dict[str, Any]]], index: int, group: tuple, va
 
 
 def paper() -> dict[tuple[str, float], float]:
-    cells = tomllib.loads((ROOT / "bench/report/reproduce/reference/posthoc.toml").read_text())["cell"]
+    reference = ROOT / "bench" / "report" / "reproduce" / "reference" / "posthoc.toml"
+    cells = tomllib.loads(reference.read_text())["cell"]
     return {
         (c["params"]["variant"], float(c["params"]["eps"])): float(c["value"])
         for c in cells
@@ -194,11 +201,11 @@ def paper() -> dict[tuple[str, float], float]:
 
 
 def utility_rows(board: str) -> list[dict[str, Any]]:
-    path = ROOT / "leaderboards" / board / "leaderboard.json"
+    path = STUDY_DIR / "boards" / board / "leaderboard.json"
     if not path.exists():
         return []
     rows = json.loads(path.read_text())["rows"]
-    return [r for r in rows if r["attack"] is None and r["mechanism"] == "posthoc-ptr"]
+    return [r for r in rows if r["attack"] is None and r["mechanism"] in MECHANISMS]
 
 
 def matches(params: dict[str, Any], own: dict[str, Any], variant: str, eps: float) -> bool:
@@ -363,7 +370,13 @@ def audit_table(boards: dict[str, list[dict[str, Any]]]) -> None:
 
 
 BEGIN, END = "<!-- attribution-table:begin -->", "<!-- attribution-table:end -->"
-PAGE = ROOT / "docs" / "posthoc.md"
+PAGE = STUDY_DIR / "README.md"
+
+
+def suite_file(board: str) -> str:
+    """The path of the study's suite whose board is `board` (the suites live in the study,
+    not in bench's catalogue, so they are found by path)."""
+    return str(STUDY_DIR / "suites" / f"{board}.toml")
 
 
 def block() -> str:
@@ -375,7 +388,7 @@ def block() -> str:
 
 
 def write() -> None:
-    """Replace the block in docs/posthoc.md (it must hold both markers)."""
+    """Replace the block in the study's README (it must hold both markers)."""
     page = PAGE.read_text()
     start, end = page.index(BEGIN), page.index(END) + len(END)
     PAGE.write_text(page[:start] + block() + page[end:])

@@ -1,5 +1,5 @@
 """How much of an attribution row's accuracy the release's noise costs: for each row of the
-attribution table (docs/scripts/posthoc_attribution_table.py) on a board at the current
+attribution table (posthoc_attribution_table.py beside this script) on a board at the current
 code, the accuracy of the same job's obfuscator and classifier on the same 2,000 test
 images without noise and without PTR's refusals, beside the row's accuracy at eps 10 and
 the paper's Table 1 value. The networks come from the artifact cache the boards were made
@@ -13,7 +13,7 @@ the classifier h, two fresh classifiers are also trained on f's noiseless traini
 (f frozen, 20 epochs, Adam 1e-3, batch 128): one of the row's own kind, and bench's ReLU
 classifier. If they reach no higher than h, f's output itself keeps no more of the label.
 
-    BENCH_CACHE=... python docs/reproductions/posthoc-attribution/noiseless_accuracy.py \
+    BENCH_CACHE=... python studies/posthoc-attribution/probes/noiseless_accuracy.py \
         [--eps 10] [--skip BOARD ...]
 """
 
@@ -28,34 +28,37 @@ from typing import Any
 import torch
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "docs" / "scripts"))
+sys.path.insert(0, str(ROOT))  # the studies package
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the table script beside this one
 
 from posthoc_attribution_table import (  # noqa: E402
+    MECHANISMS,
     VARIANTS,
     all_rows,
     carried,
     find,
     matches,
     paper,
+    suite_file,
     utility_rows,
 )
 
-from bench.run.publish import expand_suite  # noqa: E402
 from bench.metrics.stats import summarize  # noqa: E402
-from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
 from bench.run.job import Job  # noqa: E402
-from mechanisms.posthoc.models import classifier  # noqa: E402
+from bench.run.kinds.reconstruction import fit_mechanism, job_environment  # noqa: E402
+from bench.run.publish import expand_suite  # noqa: E402
+from studies.posthoc_attribution.training import classifier  # noqa: E402
 
 RETRAIN_EPOCHS = 20
 
 
 def job_of(board: str, own: dict[str, Any], variant: str, eps: float) -> Job | None:
     """The suite's utility job with the row's parameters (defaults filled in)."""
-    _, jobs = expand_suite(board)
+    _, jobs = expand_suite(suite_file(board))
     for job in jobs:
         if (
             job.attack is None
-            and job.mechanism == "posthoc-ptr"
+            and job.mechanism in MECHANISMS
             and matches(job.params, own, variant, eps)
         ):
             return job

@@ -4,7 +4,7 @@ takes on the nets the region search solves (region_search.txt). One net is compa
 `solve` with the longer limit (its seconds include building the model).
 
 Usage (repository root, package installed):
-PYTHONPATH=. python docs/reproductions/lipschitz-exact/lipmip_long.py LIMIT_S SEED ...
+PYTHONPATH=. python studies/ptr-solvers/probes/lipmip_long.py LIMIT_S SEED ...
 """
 
 from __future__ import annotations
