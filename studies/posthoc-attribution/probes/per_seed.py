@@ -5,7 +5,8 @@ proposal DeltaP and the audit's lower bound, with the mean the board reports.
 
     PYTHONPATH=. python studies/posthoc-attribution/probes/per_seed.py SUITE_FILE STORE
 
-SUITE_FILE: a suite of the study, e.g. studies/posthoc-attribution/suites/posthoc-attribution-seeds.toml.
+SUITE_FILE: a suite of the study, e.g.
+studies/posthoc-attribution/suites/posthoc-attribution-seeds.toml.
 """
 
 from __future__ import annotations
