@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from bench.data import readers
 from tests.conftest import ROOT, run_cli
@@ -56,6 +57,7 @@ def _toml(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.timeout(1200)
 def test_track_cifar10_plans_every_image_mechanism_and_runs_on_a_fixture(tmp_path: Path) -> None:
     data = write_cifar_fixture(tmp_path / "data", per_batch=2100)
     track = tomllib.loads(TRACK.read_text())
@@ -77,7 +79,6 @@ def test_track_cifar10_plans_every_image_mechanism_and_runs_on_a_fixture(tmp_pat
     small["mechanism"] = [
         {"name": "identity"},
         {"name": "gauss-input", "params": {"eps": 1.0, "r": 0.1, "model": "cnn"}},
-        {"name": "ldp-image", "params": {"eps": 1000.0}},
         {"name": "dfil", "params": {"inv_dfil": 10.0, "split": "early"}},
     ]
     small["attack"] = [
