@@ -32,8 +32,9 @@ class AuditOptions:
     n_random: int = 2
     n_worst: int = 1
     confidence: float = 0.95
-    chunk: int | None = None
+    chunk: int | None = None  # releases per work unit (no number depends on it)
     progress: Progress = no_progress  # told the releases drawn of those planned
+    workers: int = 1  # threads drawing releases (no number depends on it; draws.py)
 
 
 FamilyAudit = Callable[[Mechanism, Task, int, Claim, AuditOptions], AuditResult]
