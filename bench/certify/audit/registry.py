@@ -16,8 +16,10 @@ from bench.certify.audit.result import AuditResult, Claim, Progress, no_progress
 from bench.protocols import Mechanism, Task
 
 # Cost budget of an audit, in units of one input or release coordinate (or one encoder
-# weight) per draw: 3M draws per side of a 784-pixel image, under a minute on 2 cores.
-DEFAULT_COST = 1.2e10
+# weight) per draw: the ladder's top, 10M draws per side, of a 784-pixel image with Gaussian
+# input noise (4e10 units; about 40 s on 2 cores), so every Gaussian claim the ladder can
+# refute at 1.25x gets its planned size on images of that size.
+DEFAULT_COST = 4e10
 
 
 @dataclass(frozen=True)

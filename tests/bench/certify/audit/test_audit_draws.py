@@ -16,7 +16,7 @@ from torch import nn
 
 from bench.accounting import gaussian_sigma
 from bench.certify.audit import draws
-from bench.certify.audit.core import _laplace_ratio, audit_mechanism
+from bench.certify.audit.core import MIN_SELECT, SELECT_FRACTION, _laplace_ratio, audit_mechanism
 from bench.certify.audit.draws import Stream, block_generator, block_rows, run_streams
 from bench.certify.audit.power import plan_at
 from bench.protocols import (
@@ -171,6 +171,13 @@ def test_planned_audit_refutes_1_25x_the_claim_and_passes_the_claim(seed: int) -
         assert result.n_draws == plan.n_draws and result.power == plan.power >= 0.95
     assert not plant.passed and plant.eps_lb > 2.0, plant.summary()
     assert correct.passed and correct.eps_lb > plan.ideal - 0.25, correct.summary()
+
+
+def test_gaussian_selection_is_min_select_and_searched_thresholds_get_a_sixteenth() -> None:
+    gauss = audit_mechanism(_gauss_input(), SMALL, 0, n_draws=2_000_000)
+    assert gauss.n_select == MIN_SELECT and gauss.statistic == "projection"
+    blind = audit_mechanism(_no_encoder(), SMALL, 0, n_draws=2_000_000)
+    assert blind.n_select == 2_000_000 // SELECT_FRACTION and blind.statistic == "mean-difference"
 
 
 def test_progress_counts_the_direction_draws_too() -> None:
