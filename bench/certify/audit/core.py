@@ -6,10 +6,11 @@ any two inputs) the audit
    of the declared noise family at 1.25x its claimed eps in >= 95% of seeds, capped by a
    cost budget counted in deterministic units (never in seconds, so the same audit gives
    the same numbers on every machine);
-2. builds input pairs the claim covers (`pairs.py`): random and worst-case directions at
-   exactly the radius (for output noise the worst case is found by gradient ascent on the
-   encoder, since its Lipschitz constant may be what is wrong), or the corners of the data
-   range and real pairs for LDP;
+2. builds input pairs the claim covers (`pairs.py`): random directions at exactly the
+   radius, and worst-case pairs that maximise ||Enc(x1) - Enc(x0)|| (gradient ascent from
+   the encoder's most stretched direction and from a random one, over several anchors,
+   the anchor moving too: the claim covers every input of the data range), or the corners
+   of the data range and real pairs for LDP;
 3. selection: releases each side of each pair `n_select` times (`Mechanism.release`) and
    scores every draw with each distinguisher — the projection onto Enc(x1) - Enc(x0)
    (the likelihood ratio, hence by the Neyman-Pearson lemma the most powerful test, for
@@ -33,9 +34,12 @@ ever held.
 The audit fails when eps_lb exceeds the claimed eps, i.e. the claim is refuted at 95%
 confidence. A passing audit is evidence, not proof: it only ever lower-bounds eps. Each
 result reports its power so a reader can tell "passed" from "could not have failed":
-`eps_ideal`, the bound this size of audit gets on a mechanism exactly at its claim, and
-`power`, its chance of refuting one at 1.25x the claim; a Gaussian-DP estimate (mu and its
-eps) is a diagnostic beside the bound, never a replacement for it.
+`eps_ideal`, the bound this size of audit gets on a mechanism exactly at its claim,
+`power`, its chance of refuting one at 1.25x the claim, and, for a declared noise model,
+`pair_reach` (how far apart the evaluated pair's noiseless outputs are, as a fraction of
+the claim's worst case) and `eps_ideal_pair` (the bound the audit gets on that pair if
+the noise is as declared); a Gaussian-DP estimate (mu and its eps) is a diagnostic beside
+the bound, never a replacement for it.
 """
 
 from __future__ import annotations
@@ -56,11 +60,19 @@ from bench.certify.audit.draws import (
     default_workers,
     run_streams,
 )
-from bench.certify.audit.pairs import InputPair, domain_pairs, parse_norm, radius_pairs
+from bench.certify.audit.pairs import (
+    WORST_ANCHORS,
+    InputPair,
+    domain_pairs,
+    parse_norm,
+    radius_pairs,
+)
 from bench.certify.audit.power import (
     AuditPlan,
+    claim_separation,
     gdp_eps,
     gdp_mu_estimate,
+    pair_ideal,
     plan_at,
     planned_draws,
 )
@@ -376,15 +388,22 @@ def _skip_reason(task: Task, claim: tuple) -> str | None:
 def audit_pairs_for(
     mechanism: Mechanism, task: Task, claim: tuple, seed: int, n_random: int, n_worst: int
 ) -> list[InputPair]:
-    """The input pairs the claim covers, anchored at real test inputs chosen by `seed`."""
+    """The input pairs the claim covers, anchored at real test inputs chosen by `seed` (a
+    radius claim's worst-case search climbs from WORST_ANCHORS of them, at least
+    n_worst)."""
     notion, _, _, radius, distance = claim
     test_x = task.splits().test.x
     gen = _generator(seed, "pairs")
     encoder = host_view(mechanism.encoder())  # the pair search runs on the CPU
-    k = (n_random + n_worst) * (1 if notion in RADIUS_NOTIONS else 2)
+    if notion in RADIUS_NOTIONS:
+        searched = max(n_worst, WORST_ANCHORS) if encoder is not None and n_worst > 0 else n_worst
+        k = n_random + searched
+    else:
+        k = 2 * (n_random + n_worst)
     anchors = test_x[torch.randperm(len(test_x), generator=gen)[:k] % len(test_x)].float()
     if len(anchors) < k:  # a tiny test split: reuse inputs
         anchors = anchors.repeat((k + len(anchors) - 1) // len(anchors), *[1] * (anchors.dim() - 1))
+        anchors = anchors[:k]
     box = tuple(float(b) for b in task.data_range)
     noise = mechanism.noise()
     output_p = 1.0 if noise is not None and noise.kind == "laplace" else 2.0
@@ -469,6 +488,28 @@ def plan_audit(
         max_draws=max(MIN_SELECT, cap),
         coordinates=k,
     )
+
+
+def pair_power_fields(
+    mechanism: Mechanism, claim: tuple, pair: InputPair, n: int, alpha: float
+) -> dict[str, float | None]:
+    """`pair_reach` and `eps_ideal_pair` of the evaluated pair (power.pair_ideal): the
+    pair's noiseless outputs' distance in the declared noise's unit (||Delta||_2 / sigma, or
+    ||Delta||_1 / b for a pure claim with Laplace noise) as a fraction of the claim's worst
+    case, and the bound an audit of n draws per side gets on it. None without an encoder
+    or a declared noise model."""
+    _, eps, delta, _, _ = claim
+    noise, means = mechanism.noise(), _noiseless(mechanism, pair)
+    kind = None if noise is None else noise.kind
+    worst = claim_separation(kind, eps, delta)
+    if noise is None or means is None or worst is None:
+        return {"pair_reach": None, "eps_ideal_pair": None}
+    gap = (means[1] - means[0]).double()
+    p = 2 if noise.kind == "gaussian" else 1
+    separation = float(torch.linalg.vector_norm(gap, ord=p)) / noise.scale
+    k = max(1, int((gap.abs() > 1e-9 * float(gap.abs().max().clamp_min(1e-30))).sum()))
+    ideal = pair_ideal(kind, eps, delta, n, separation, coordinates=k, alpha=alpha)
+    return {"pair_reach": separation / worst, "eps_ideal_pair": ideal}
 
 
 # ----------------------------------------------------------------------------- audit
@@ -753,6 +794,7 @@ def _audit_inputs(
         eps_gdp=gdp_eps(mu, delta),
         seconds=time.perf_counter() - start,
         releases=drawn,
+        **pair_power_fields(mechanism, claim, pair, n_eval, alpha),
         **power_fields,
     )
 

@@ -76,6 +76,12 @@ class AuditResult:
     eps_ideal: float | None = None  # bound on a mechanism exactly at its claim (power.py)
     power: float | None = None  # chance of refuting a mechanism at `ratio` x the claim
     ratio: float = 1.25
+    # The evaluated pair in the declared noise's unit, as a fraction of the claim's worst
+    # case (1: the pair is as far apart as the claim allows), and the bound the audit gets
+    # on that pair when the noise is as declared (power.pair_ideal); None without a
+    # declared noise model and encoder.
+    pair_reach: float | None = None
+    eps_ideal_pair: float | None = None
     mu_gdp: float | None = None  # Gaussian-DP diagnostic: a point estimate, not a bound
     eps_gdp: float | None = None  # eps at delta of mu_gdp-GDP
     seconds: float = 0.0
@@ -95,6 +101,12 @@ class AuditResult:
         if not self.audited or self.n_draws == 0:
             return self.verdict() + (f" ({self.reason})" if self.audited else "")
         gdp = "" if self.eps_gdp is None else f" (eps {self.eps_gdp:.3g})"
+        reach = ""
+        if self.pair_reach is not None and self.eps_ideal_pair is not None:
+            reach = (
+                f"; the pair reaches {self.pair_reach:.0%} of the claim's worst case (bound "
+                f"on it with the declared noise {self.eps_ideal_pair:.3g})"
+            )
         rate = ""
         if self.releases and self.seconds > 0:
             rate = f" ({self.releases:,} releases, {self.releases / self.seconds:,.0f}/s)"
@@ -104,7 +116,7 @@ class AuditResult:
             f"selection draws, 2 x {self.n_draws} evaluation draws on the {self.pair} with the "
             f"{self.statistic} test (FPR {self.fpr:.2g}, FNR {self.fnr:.2g}); power: "
             f"{self.power:.0%} against {self.ratio:g}x the claim, bound on a mechanism at "
-            f"the claim {self.eps_ideal:.3g}, perfect-test ceiling "
+            f"the claim {self.eps_ideal:.3g}{reach}, perfect-test ceiling "
             f"{self.eps_detectable:.3g}; GDP diagnostic mu {self.mu_gdp:.3g}{gdp}; "
             f"{self.seconds:.1f} s{rate}"
         )
