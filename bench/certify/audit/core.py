@@ -28,8 +28,8 @@ any two inputs) the audit
 Every release goes through the mechanism's own `release()` in blocks whose generators are
 derived from the seed by index, each block reduced at once to its scores (selection) or
 counts (evaluation), by a pool of worker threads (`draws.py`): the numbers are the same
-for any number of workers and any work-unit size, and no more than a block of releases is
-ever held.
+for any number of workers and any work-unit size, and no worker holds more than one block
+of releases (what is kept is the selection's scores and the evaluation's two counts).
 
 The audit fails when eps_lb exceeds the claimed eps, i.e. the claim is refuted at 95%
 confidence. A passing audit is evidence, not proof: it only ever lower-bounds eps. Each
