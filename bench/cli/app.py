@@ -67,21 +67,6 @@ def _options(
     """Benchmark and attack-evaluation suite for inference-time privacy mechanisms."""
 
 
-@app.callback()
-def _options(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            callback=_print_version,
-            is_eager=True,
-            help="Print the version and the code hash, then exit.",
-        ),
-    ] = False,
-) -> None:
-    """Benchmark and attack-evaluation suite for inference-time privacy mechanisms."""
-
-
 def main() -> None:
     """Entry point: run the app, turning user errors (bench's own and click's usage errors)
     into one line and exit code 2, failed jobs into exit code 1 (listed by `run`), and

@@ -40,7 +40,7 @@ def evaluate(
     rank them among the track's committed rows, which are reused, not re-run: refused when
     the committed board is not current for today's code (`bench status`)."""
     from bench import api
-    from bench.plugin.checks.validation import parse_params
+    from bench.cli.values import parse_grid, parse_params
 
     try:
         outcome = api.evaluate(
@@ -54,21 +54,3 @@ def evaluate(
         raise
     for line in outcome.lines:
         typer.echo(line)
-
-
-def parse_grid(specs: list[str]) -> dict[str, list[object]]:
-    """`KEY=V1,V2,...` strings to a suite's `grid` table; each value read as --param reads
-    one (a TOML value, else a plain string). Malformed specs: ConfigError."""
-    from bench.core.errors import ConfigError
-    from bench.plugin.checks.validation import parse_params
-
-    grid: dict[str, list[object]] = {}
-    for spec in specs:
-        key, sep, text = (part.strip() for part in spec.partition("="))
-        values = [v.strip() for v in text.split(",") if v.strip()]
-        if not (sep and key and values):
-            raise ConfigError(f"bad --grid {spec!r}: expected KEY=V1,V2,..., e.g. eps=1,10")
-        if key in grid:
-            raise ConfigError(f"bad --grid {spec!r}: {key!r} is given twice")
-        grid[key] = [parse_params([f"v={v}"])["v"] for v in values]
-    return grid

@@ -49,7 +49,8 @@ def validate(
     fails; exit 3 when none fails but the audit is inconclusive (too little power to have
     caught a violation; --allow-inconclusive: exit 0); else 0."""
     from bench.certify.audit.progress import AuditProgress
-    from bench.plugin.checks.validation import parse_params, prepare, run_checks
+    from bench.cli.values import parse_params
+    from bench.plugin.checks.validation import prepare, run_checks
 
     progress = AuditProgress()  # on stderr: stdout keeps the report alone
     mut = prepare(

@@ -30,12 +30,12 @@ import numpy as np
 import torch
 
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
+from bench.certify.audit.draws import Stream, run_streams
 from bench.certify.audit.power import ScoreModel, detection_power, gdp_mu_estimate, ideal_bound
 from bench.certify.audit.registry import AuditOptions, Claim
 from bench.certify.audit.result import (
     AuditResult,
     audit_generator,
-    chunked_draws,
     draw_counter,
     result_builder,
 )
@@ -45,7 +45,7 @@ from mechanisms.label_only.leave_one_out import StackMember
 
 # Draws per side the planner tries: keep rates are not tail events, so fewer than core.py's.
 LADDER = (2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000)
-CHUNK = 8192
+CHUNK = 8192  # releases per block (one generator each, bench/certify/audit/draws.py)
 MAX_PAIRS = 3
 UNIFORM_CANDIDATES = 2000
 SELECT_FRACTION = 8
@@ -120,21 +120,15 @@ def disagreeing_pairs(mechanism: Any, task: Task, seed: int) -> list[tuple[torch
     return pairs
 
 
-def _keeps(
-    mechanism: Any,
-    x: torch.Tensor,
-    label: int,
-    n: int,
-    gen: torch.Generator,
-    counted: Callable[[int], None],
-) -> np.ndarray:
-    """1.0 where a release of x answers `label`, for n fresh releases."""
+def _keeps(mechanism: Any, x: torch.Tensor, label: int) -> Callable[[int, torch.Generator], int]:
+    """A block of m fresh releases of x, reduced to how many answer `label`."""
+    batch = x.expand(CHUNK, *x.shape).clone()
 
-    def keeps(m: int) -> np.ndarray:
-        release = mechanism.release(x.expand(m, *x.shape).clone(), gen)
-        return (release.values.argmax(1) == label).double().numpy()
+    def keeps(m: int, gen: torch.Generator) -> int:
+        release = mechanism.release(batch[:m].clone(), gen)
+        return int((release.values.argmax(1) == label).sum())
 
-    return chunked_draws(n, CHUNK, counted, keeps)
+    return keeps
 
 
 def _draws(
@@ -144,19 +138,28 @@ def _draws(
     seed: int,
     tag: str,
     counted: Callable[[int], None],
-):
-    """Keep indicators (D' side, D side) of `pair`, each from n fresh releases."""
+) -> tuple[int, int]:
+    """Keep counts (D' side, D side) of `pair`, each of n fresh releases: the D' side's
+    answers of N's label are the test's false positives, the D side's other answers its
+    false negatives (n - keeps)."""
     x, member = pair
     label = int(_labels(mechanism, x.unsqueeze(0))[0, 0])
+    neighbour = _neighbour(mechanism, member)
     saved = mechanism.memory
     mechanism.memory = _Fresh()
     try:
-        own = _keeps(mechanism, x, label, n, audit_generator(seed, f"label/{tag}/1"), counted)
+        own, other = run_streams(
+            [
+                Stream(f"label/{tag}/1", n, CHUNK, _keeps(mechanism, x, label)),
+                Stream(f"label/{tag}/0", n, CHUNK, _keeps(neighbour, x, label)),
+            ],
+            seed,
+            workers=1,  # release() of a label-only mechanism keeps a per-input memory
+            counted=counted,
+        )
     finally:
         mechanism.memory = saved
-    neighbour = _neighbour(mechanism, member)
-    other = _keeps(neighbour, x, label, n, audit_generator(seed, f"label/{tag}/0"), counted)
-    return other, own
+    return sum(other), n - sum(own)
 
 
 def plan_keep(
@@ -225,15 +228,13 @@ def audit_label_only(
     counted = draw_counter(options.progress, 2 * n_sel * len(pairs) + 2 * n_eval)
     best: tuple[float, int] | None = None
     for i, pair in enumerate(pairs):
-        s0, s1 = _draws(mech, pair, n_sel, seed, f"sel/{i}", counted)
-        fp, fn = int((s0 > 0).sum()), int((s1 <= 0).sum())
+        fp, fn = _draws(mech, pair, n_sel, seed, f"sel/{i}", counted)
         bound = float(eps_lower_bound(fp, n_sel, fn, n_sel, delta, alpha))
         if best is None or bound > best[0]:
             best = (bound, i)
     assert best is not None
     i = best[1]
-    e0, e1 = _draws(mech, pairs[i], n_eval, seed, "eval", counted)
-    false_pos, false_neg = int((e0 > 0).sum()), int((e1 <= 0).sum())
+    false_pos, false_neg = _draws(mech, pairs[i], n_eval, seed, "eval", counted)
     eps_lb = float(eps_lower_bound(false_pos, n_eval, false_neg, n_eval, delta, alpha))
     return result(
         passed=eps_lb <= eps,
@@ -246,5 +247,6 @@ def audit_label_only(
         fnr=false_neg / n_eval,
         mu_gdp=gdp_mu_estimate(false_pos / n_eval, false_neg / n_eval, n_eval),
         eps_gdp=None,
+        releases=2 * n_sel * len(pairs) + 2 * n_eval,
         **power_fields,
     )

@@ -29,7 +29,10 @@ order from the mechanism's own noise models (`cfg` for the test: release() takes
 from the same parameters; `noise()` for the release). A replay check first releases one
 real input through `release()` and the vectorised model with the same generator and
 demands the same ⊥ decisions and values: only then do the audit's draws stand for the
-mechanism's. Selection and evaluation use disjoint draws, as in core.py.
+mechanism's. The model's draws run in blocks with generators derived from the seed by
+index, reduced to scores (selection) or error counts (evaluation) as they are drawn, by
+the audit's worker threads (bench/certify/audit/draws.py: the same numbers for any
+number of workers). Selection and evaluation use disjoint draws, as in core.py.
 
 eps_lb is reported on the claim's scale: 2 x the step bound, a 95% lower bound on 2 eps*,
 where eps* is the smallest eps for which Theorem 4.4's premises (each step eps-private)
@@ -50,12 +53,12 @@ import numpy as np
 import torch
 
 from bench.certify.audit.bounds import eps_detectable, eps_lower_bound
+from bench.certify.audit.draws import CHUNK_RELEASES, Stream, run_streams
 from bench.certify.audit.power import gdp_mu_estimate, plan_at, planned_draws
 from bench.certify.audit.registry import AuditOptions, Claim
 from bench.certify.audit.result import (
     AuditResult,
     audit_generator,
-    chunked_draws,
     draw_counter,
     result_builder,
 )
@@ -67,7 +70,7 @@ from bench.plugin.protocols import Mechanism, NoiseModel, Task
 DISTANCE = "linf/embedding"
 STEPS = 2  # Theorem 4.4 composes the test and the release, each at eps
 REPLAY_DRAWS = 256
-CHUNK = 1 << 16  # draws per vectorised call
+CHUNK = 1 << 14  # draws per vectorised call (one block: its own generator, draws.py)
 MIN_SELECT = 20_000  # selection draws per pair and side, at least
 SELECT_FRACTION = 16
 # Cost units per noise value drawn and scored (a float64 uniform, a log, the likelihood
@@ -275,21 +278,75 @@ def candidates(
     return out
 
 
-def _scores(
-    model: PTRModel,
-    cand: Candidate,
-    side: int,
-    n: int,
-    gen: torch.Generator,
-    counted: Callable[[int], None],
-) -> np.ndarray:
-    """The candidate's score on n releases drawn on one side of its pair."""
+def _draw_scores(
+    model: PTRModel, cand: Candidate, side: int
+) -> Callable[[int, torch.Generator], np.ndarray]:
+    """m releases of one side of the candidate's pair, reduced to the candidate's scores."""
 
-    def scores(m: int) -> np.ndarray:
+    def scores(m: int, gen: torch.Generator) -> np.ndarray:
         released, values = model.draw(cand.sides[side], m, gen)
         return cand.score(released, values).numpy()
 
-    return chunked_draws(n, CHUNK, counted, scores)
+    return scores
+
+
+def _draw_count(
+    model: PTRModel, cand: Candidate, side: int, threshold: float
+) -> Callable[[int, torch.Generator], int]:
+    """m releases of one side, reduced to its error count at `threshold`: scores above it
+    on side 0 (false positives), at or below it on side 1 (false negatives)."""
+    scores = _draw_scores(model, cand, side)
+
+    def count(m: int, gen: torch.Generator) -> int:
+        s = scores(m, gen)
+        return int(np.count_nonzero(s > threshold if side == 0 else s <= threshold))
+
+    return count
+
+
+def _select(
+    model: PTRModel,
+    cands: list[Candidate],
+    n_sel: int,
+    n_eval: int,
+    alpha: float,
+    seed: int,
+    draw_options: dict[str, Any],
+) -> tuple[float, Candidate, float] | None:
+    """Every candidate's selection draws (both sides, all candidates in one pool run) and
+    the (candidate, threshold) whose bound at the evaluation's size, times its factor, is
+    the largest."""
+    streams = [
+        Stream(f"ptr/sel/{c.index}/{side}", n_sel, CHUNK, _draw_scores(model, c, side))
+        for c in cands
+        for side in (0, 1)
+    ]
+    results = run_streams(streams, seed, **draw_options)
+    best: tuple[float, Candidate, float] | None = None
+    for j, c in enumerate(cands):
+        s0, s1 = np.concatenate(results[2 * j]), np.concatenate(results[2 * j + 1])
+        threshold, bound = best_threshold(s0, s1, 0.0, alpha, n_eval)
+        if best is None or c.factor * bound > best[0]:
+            best = (c.factor * bound, c, threshold)
+    return best
+
+
+def _evaluate(
+    model: PTRModel,
+    cand: Candidate,
+    threshold: float,
+    n_eval: int,
+    seed: int,
+    draw_options: dict[str, Any],
+) -> tuple[int, int]:
+    """(false positives, false negatives) of the chosen test on fresh draws, counted as
+    they are drawn."""
+    streams = [
+        Stream(f"ptr/eval/{side}", n_eval, CHUNK, _draw_count(model, cand, side, threshold))
+        for side in (0, 1)
+    ]
+    fp, fn = run_streams(streams, seed, **draw_options)
+    return sum(fp), sum(fn)
 
 
 def _loss_coordinates(cands: list[Candidate]) -> int:
@@ -356,15 +413,14 @@ def audit_ptr(
         "n_pairs": len(cands),
         "confidence": confidence,
         "eps_detectable": STEPS * eps_detectable(n_eval, n_eval, 0.0, alpha),
+        "workers": options.workers,
     }
-    counted = draw_counter(options.progress, 2 * n_sel * len(cands) + 2 * n_eval)
-    best: tuple[float, Candidate, float] | None = None
-    for c in cands:
-        s0 = _scores(model, c, 0, n_sel, audit_generator(seed, f"ptr/sel/{c.index}/0"), counted)
-        s1 = _scores(model, c, 1, n_sel, audit_generator(seed, f"ptr/sel/{c.index}/1"), counted)
-        threshold, bound = best_threshold(s0, s1, 0.0, alpha, n_eval)
-        if best is None or c.factor * bound > best[0]:
-            best = (c.factor * bound, c, threshold)
+    draw_options: dict[str, Any] = {
+        "workers": options.workers,
+        "chunk": options.chunk or CHUNK_RELEASES,
+        "counted": draw_counter(options.progress, 2 * n_sel * len(cands) + 2 * n_eval),
+    }
+    best = _select(model, cands, n_sel, n_eval, alpha, seed, draw_options)
     if best is None:
         return result(
             eps_lb=0.0,
@@ -375,9 +431,7 @@ def audit_ptr(
             **power_fields,
         )
     _, c, threshold = best
-    e0 = _scores(model, c, 0, n_eval, audit_generator(seed, "ptr/eval/0"), counted)
-    e1 = _scores(model, c, 1, n_eval, audit_generator(seed, "ptr/eval/1"), counted)
-    false_pos, false_neg = int((e0 > threshold).sum()), int((e1 <= threshold).sum())
+    false_pos, false_neg = _evaluate(model, c, threshold, n_eval, seed, draw_options)
     pair_lb = float(eps_lower_bound(false_pos, n_eval, false_neg, n_eval, 0.0, alpha))
     eps_lb = STEPS * c.factor * pair_lb
     if c.kind == "release":
@@ -399,5 +453,6 @@ def audit_ptr(
         fnr=false_neg / n_eval,
         mu_gdp=gdp_mu_estimate(false_pos / n_eval, false_neg / n_eval, n_eval),
         eps_gdp=None,
+        releases=2 * n_sel * len(cands) + 2 * n_eval,
         **power_fields,
     )

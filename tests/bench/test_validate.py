@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
+from bench.cli.values import parse_params
 from bench.core.errors import BenchError, ConfigError
 from bench.plugin.checks import (
     CHECKS,
@@ -21,7 +22,7 @@ from bench.plugin.checks import (
     parametrize_with_checks,
     under_test,
 )
-from bench.plugin.checks.validation import parse_params, prepare, run_checks
+from bench.plugin.checks.validation import prepare, run_checks
 from bench.plugin.protocols import Guarantee, NoiseModel, Release, Task
 from bench.plugin.registry import MECHANISMS
 from mechanisms.label_only.base import keep_probability

@@ -20,8 +20,11 @@ from torch import nn
 Norm = Literal["l1", "l2", "linf"]
 _ORDER = {"l1": 1.0, "l2": 2.0, "linf": float("inf")}
 PGD_STEPS = 10
-RADIUS_ASCENT_STEPS = 40  # worst case within a radius: the certified constant is the target
+RADIUS_ASCENT_STEPS = 100  # worst case within a radius: the certified constant is the target
+POWER_STEPS = 20  # power iteration for an encoder's most stretched direction
+FD_STEP = 1e-3  # relative step of the central differences it takes J v by
 MAX_VERTEX_SEARCH = 4096  # inputs up to this size try every l1 vertex before the ascent
+WORST_ANCHORS = 16  # candidate anchors the worst-case search climbs from, the best kept
 
 
 @dataclass(frozen=True)
@@ -156,22 +159,108 @@ def _best_vertices(
     return torch.stack(out)
 
 
-def worst_case_radius_pairs(
+def _unit_rows(d: torch.Tensor) -> torch.Tensor:
+    """Each row of `d` scaled to l2 norm 1 (a zero row stays zero)."""
+    n = torch.linalg.vector_norm(d.flatten(1), dim=1).clamp_min(1e-30)
+    return d / n.view(-1, *([1] * (d.dim() - 1)))
+
+
+def _jacobian_vector(encoder: nn.Module, x0: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """J v per row, by the central difference (Enc(x0 + h v) - Enc(x0 - h v)) / 2h: exact for
+    a linear encoder and O(h^2) otherwise, with no second derivative needed, so any
+    encoder that can be backpropagated through will do (the power iteration only needs
+    the direction)."""
+    h = FD_STEP * max(1.0, float(x0.abs().max()))
+    with torch.no_grad():
+        return (encoder(x0 + h * v) - encoder(x0 - h * v)) / (2 * h)
+
+
+def top_directions(
+    encoder: nn.Module, x0: torch.Tensor, gen: torch.Generator, steps: int = POWER_STEPS
+) -> torch.Tensor:
+    """Per row of x0, the input direction the encoder stretches most: the top right singular
+    vector of its Jacobian J at x0, by power iteration on J^T J (`steps` Jacobian-vector
+    products, `_jacobian_vector`, and vector-Jacobian products by backpropagation). For a
+    linear encoder this is exactly the worst l2 direction (the spectral norm is attained
+    along it); for a network it is the direction of largest local sensitivity, the start
+    that a gradient ascent on the finite-radius gap then refines. Raises RuntimeError for
+    an encoder autograd cannot differentiate."""
+    v = _unit_rows(torch.randn(x0.shape, generator=gen, dtype=x0.dtype))
+    x0 = x0.detach()
+    for _ in range(steps):
+        jv = _jacobian_vector(encoder, x0, v)
+        x = x0.clone().requires_grad_(True)
+        with torch.enable_grad():
+            out = encoder(x)
+            (jtjv,) = torch.autograd.grad(out, x, grad_outputs=jv.reshape(out.shape))
+        if not torch.isfinite(jtjv).all():
+            raise RuntimeError("non-finite Jacobian product")
+        v = _unit_rows(jtjv)
+    return v
+
+
+def _step_size(radius: float, step: int) -> float:
+    """Ascent step `step` of RADIUS_ASCENT_STEPS: half the radius, shrinking linearly to a
+    twentieth over the second half so the ascent settles on a maximum instead of circling it."""
+    half = RADIUS_ASCENT_STEPS // 2
+    if step < half:
+        return radius / 2
+    return radius / 2 * max(0.1, 1.0 - (step - half) / max(1, RADIUS_ASCENT_STEPS - half))
+
+
+def _ascend_sphere(
     x0: torch.Tensor,
+    x1: torch.Tensor,
     radius: float,
     norm: Norm,
     box: tuple[float, float],
     encoder: nn.Module,
     output_p: float,
+    move_anchor: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Projected gradient ascent of ||Enc(x1) - Enc(x0)||_p over pairs at exactly `radius`
+    (l2 or linf) inside the box, from (x0, x1); with `move_anchor` x0 climbs too (the claim
+    covers every x0 of the data range, not only real inputs). Returns the best pair seen
+    per row and its gap: never worse than the start."""
+    shape = (-1, *([1] * (x0.dim() - 1)))
+    best0, best1 = x0.detach(), x1.detach()
+    best_gap = torch.full((len(x0),), -1.0)
+    for step in range(RADIUS_ASCENT_STEPS + 1):
+        a = x0.detach().requires_grad_(move_anchor)
+        b = x1.detach().requires_grad_(True)
+        with torch.enable_grad():
+            gap = _output_distance(encoder, b, a, output_p)
+            grads = torch.autograd.grad(gap.sum(), (a, b) if move_anchor else (b,))
+        better = (gap.detach() > best_gap).view(shape)
+        best0, best1 = (
+            torch.where(better, a.detach(), best0),
+            torch.where(better, b.detach(), best1),
+        )
+        best_gap = torch.maximum(gap.detach(), best_gap)
+        if step == RADIUS_ASCENT_STEPS:
+            break
+        size = _step_size(radius, step)
+        if move_anchor:
+            x0 = (a.detach() + _ascent_step(grads[0], norm, size)).clamp(*box)
+        # A step then back onto the sphere: for a linear encoder a damped power iteration
+        # towards its top singular direction.
+        moved = b.detach() + _ascent_step(grads[-1], norm, size) - x0
+        x1 = _fill_radius(x0, _onto_ball(moved, radius, norm, exact=True), radius, norm, box)
+    return best0, best1, best_gap
+
+
+def _ascend_l1(
+    x0: torch.Tensor,
+    radius: float,
+    box: tuple[float, float],
+    encoder: nn.Module,
+    output_p: float,
     gen: torch.Generator,
-) -> torch.Tensor:
-    """x1 within `radius` of each row of `x0` maximising ||Enc(x1) - Enc(x0)||_p, from a
-    random direction, keeping the best point seen. l2 / linf: gradient steps of radius / 2
-    projected back onto the sphere (RADIUS_ASCENT_STEPS of them).
-    l1: a convex gap peaks at a vertex of the ball, so the search starts at the best of all
-    vertices (`_best_vertices`, inputs up to MAX_VERTEX_SEARCH values) and each step jumps
-    to the vertex that maximises the linearised gap (`_l1_vertex`), kept only if the gap
-    grew."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The l1 search: a convex gap peaks at a vertex of the ball, so it starts at the best
+    of all vertices (`_best_vertices`, inputs up to MAX_VERTEX_SEARCH values) and each step
+    jumps to the vertex that maximises the linearised gap (`_l1_vertex`), kept only if the
+    gap grew. Returns the best x1 per row and its gap."""
     with torch.no_grad():
         target = encoder(x0)
 
@@ -182,30 +271,67 @@ def worst_case_radius_pairs(
             (grad,) = torch.autograd.grad(gap.sum(), x1)
         return gap.detach(), grad
 
-    x1 = _random_directions(x0, radius, norm, box, gen)
-    if norm == "l1" and x0[0].numel() <= MAX_VERTEX_SEARCH:
+    shape = (-1, *([1] * (x0.dim() - 1)))
+    x1 = _random_directions(x0, radius, "l1", box, gen)
+    if x0[0].numel() <= MAX_VERTEX_SEARCH:
         x1 = _best_vertices(x0, radius, box, encoder, output_p)
     best, best_gap = x1.detach(), torch.full((len(x0),), -1.0)
     for _ in range(RADIUS_ASCENT_STEPS):
         gap, grad = gap_and_grad(x1)
-        better = (gap > best_gap).view(-1, *([1] * (x0.dim() - 1)))
+        better = (gap > best_gap).view(shape)
         best, best_gap = torch.where(better, x1.detach(), best), torch.maximum(gap, best_gap)
-        if norm == "l1":
-            candidate = _l1_vertex(x0, grad, radius, box)
-            with torch.no_grad():
-                new_gap = _output_distance(encoder, candidate, x0, output_p)
-            # Ties go to the vertex: under an isometry (identity encoder) every point of the
-            # sphere has the same gap, and a vertex concentrates it (worst for Laplace noise).
-            keep = (new_gap >= gap * (1 - 1e-6)).view(-1, *([1] * (x0.dim() - 1)))
-            x1 = torch.where(keep, candidate, x1.detach())
-        else:
-            # Steps of half the radius then back onto the sphere: for a linear encoder this
-            # is a damped power iteration towards its top singular direction.
-            step = x1.detach() + _ascent_step(grad, norm, radius / 2) - x0
-            x1 = _fill_radius(x0, _onto_ball(step, radius, norm, exact=True), radius, norm, box)
+        candidate = _l1_vertex(x0, grad, radius, box)
+        with torch.no_grad():
+            new_gap = _output_distance(encoder, candidate, x0, output_p)
+        # Ties go to the vertex: under an isometry (identity encoder) every point of the
+        # sphere has the same gap, and a vertex concentrates it (worst for Laplace noise).
+        keep = (new_gap >= gap * (1 - 1e-6)).view(shape)
+        x1 = torch.where(keep, candidate, x1.detach())
     gap, _ = gap_and_grad(x1)
-    better = (gap >= best_gap).view(-1, *([1] * (x0.dim() - 1)))
-    return torch.where(better, x1.detach(), best)
+    better = (gap >= best_gap).view(shape)
+    return torch.where(better, x1.detach(), best), torch.maximum(gap, best_gap)
+
+
+def worst_case_radius_pairs(
+    x0: torch.Tensor,
+    radius: float,
+    norm: Norm,
+    box: tuple[float, float],
+    encoder: nn.Module,
+    output_p: float,
+    gen: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For each row of `x0` (a candidate anchor), the pair within `radius` with the largest
+    ||Enc(x1) - Enc(x0)||_p found, and that gap: (x0', x1, gap).
+
+    l2 / linf: projected gradient ascent (`_ascend_sphere`, RADIUS_ASCENT_STEPS steps,
+    anchor moving too) from two starts per anchor, a random direction and the encoder's
+    most stretched direction at the anchor (`top_directions`; its sign for linf), keeping
+    the better end: for a linear encoder the second start is already the worst case, for
+    a network it is where the local sensitivity is largest. l1: the vertex search of
+    `_ascend_l1` at the anchor."""
+    if norm == "l1":
+        x1, gap = _ascend_l1(x0, radius, box, encoder, output_p, gen)
+        return x0, x1, gap
+    starts = [torch.randn(x0.shape, generator=gen, dtype=x0.dtype)]
+    try:
+        top = top_directions(encoder, x0, gen)
+        starts.append(top.sign() if norm == "linf" else top)
+    except RuntimeError:  # autograd cannot take the Jacobian products: the random start only
+        pass
+    k = len(x0)
+    anchors = x0.repeat(len(starts), *[1] * (x0.dim() - 1))
+    first = torch.cat(
+        [
+            _fill_radius(
+                x0, _onto_ball(_inward(x0, d, box), radius, norm, exact=True), radius, norm, box
+            )
+            for d in starts
+        ]
+    )
+    a, b, gap = _ascend_sphere(anchors, first, radius, norm, box, encoder, output_p, True)
+    pick = gap.view(len(starts), k).argmax(0) * k + torch.arange(k)
+    return a[pick], b[pick], gap[pick]
 
 
 def worst_case_domain_pairs(
@@ -242,27 +368,34 @@ def radius_pairs(
     n_worst: int,
     gen: torch.Generator,
 ) -> list[InputPair]:
-    """Pairs (anchor, anchor + move) with ||move|| <= radius: `n_random` random directions
-    and `n_worst` worst-case ones (random instead when there is no differentiable encoder).
-    Uses the first n_random + n_worst anchors."""
-    x0 = anchors[: n_random + n_worst]
-    moved = _random_directions(x0, radius, norm, box, gen)
-    kinds = ["random"] * len(x0)
+    """Pairs (x0, x1) with ||x1 - x0|| <= radius inside the box: `n_random` random
+    directions at the first n_random anchors, then the `n_worst` worst-case pairs found
+    from the remaining anchors (`worst_case_radius_pairs` from each, the largest gaps kept,
+    in anchor order); random directions instead when there is no differentiable encoder.
+    Needs n_random + n_worst anchors at least."""
+    x0 = anchors[:n_random]
+    pairs = [
+        (a, b, "random")
+        for a, b in zip(x0, _random_directions(x0, radius, norm, box, gen), strict=True)
+    ]
+    candidates = anchors[n_random:]
+    worst = None
     if encoder is not None and n_worst > 0:
         try:
-            worst = worst_case_radius_pairs(
-                x0[n_random:], radius, norm, box, encoder, output_p, gen
-            )
-        except RuntimeError:  # not differentiable: keep the random directions
+            worst = worst_case_radius_pairs(candidates, radius, norm, box, encoder, output_p, gen)
+        except RuntimeError:  # not differentiable: random directions instead
             worst = None
-        if worst is not None:
-            moved = torch.cat([moved[:n_random], worst])
-            kinds[n_random:] = ["worst-case"] * len(worst)
-    distances = _norms(moved - x0, norm)
-    return [
-        InputPair(a, b, kind, float(dist))
-        for a, b, kind, dist in zip(x0, moved, kinds, distances, strict=True)
-    ]
+    if worst is not None:
+        a, b, gap = worst
+        kept = gap.argsort(descending=True, stable=True)[:n_worst].sort().values
+        pairs += [(a[i], b[i], "worst-case") for i in kept.tolist()]
+    elif n_worst > 0:
+        base = candidates[:n_worst]
+        pairs += [
+            (u, v, "random")
+            for u, v in zip(base, _random_directions(base, radius, norm, box, gen), strict=True)
+        ]
+    return [InputPair(u, v, kind, float(_norms((v - u)[None], norm)[0])) for u, v, kind in pairs]
 
 
 def domain_pairs(

@@ -188,6 +188,47 @@ def planned_draws(
     return plan
 
 
+def claim_separation(kind: str | None, eps: float, delta: float) -> float | None:
+    """How far apart the claim's worst pair is for its noise family, in the unit the test
+    sees: mu (sensitivity / sigma) of the tight Gaussian mechanism, or eps itself for a pure
+    claim with Laplace noise (the l1 sensitivity / b); None for other claims."""
+    if kind == "gaussian":
+        return gaussian_mu(eps, max(delta, 1e-12))
+    if kind == "laplace" and delta == 0:
+        return eps
+    return None
+
+
+def pair_ideal(
+    kind: str | None,
+    eps: float,
+    delta: float,
+    n: int,
+    separation: float,
+    *,
+    coordinates: int = 1,
+    alpha: float = 0.05,
+) -> float | None:
+    """The bound an audit of n draws per side gets (median) on ONE pair whose noiseless
+    outputs are `separation` apart in the unit of `claim_separation` (mu for Gaussian
+    noise, ||Delta||_1 / b over `coordinates` coordinates for Laplace), for a mechanism
+    whose noise is exactly as declared: what the audit can show with the pair it found.
+    It reaches `plan_at(...).ideal` when the pair is the claim's worst case and falls
+    short as the pair does. Capped at the pair's own exact eps (Balle & Wang 2018 for the
+    Gaussian; the separation itself for Laplace); None where `claim_separation` is."""
+    if claim_separation(kind, eps, delta) is None:
+        return None
+    if separation <= 0:
+        return 0.0
+    if kind == "gaussian":
+        exact = gdp_eps(separation, max(delta, 1e-12)) or 0.0
+        models = [gaussian_model(separation)]
+    else:
+        exact = separation
+        models = claim_models("laplace", separation, 0.0, coordinates)
+    return min(exact, max(ideal_bound(m, n, delta, alpha) for m in models))
+
+
 def gdp_mu_estimate(fpr: float, fnr: float, n: int) -> float:
     """Gaussian-DP diagnostic (Dong, Roth & Su 2022; used for audits by Nasr et al. 2023):
     the mu whose trade-off curve passes through the observed (FPR, FNR), with rates kept

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from bench.core.hashing import derive_seed
@@ -33,30 +32,22 @@ def no_progress(done: int, total: int) -> None:
     """The default Progress: report nothing."""
 
 
-def draw_counter(progress: Progress, total: int) -> Callable[[int], None]:
-    """A callable each chunk of releases is counted with: `progress` gets the running sum
-    out of `total`."""
-    done = 0
+class DrawCounter:
+    """What each finished batch of releases is counted with: `progress` gets the running sum
+    out of `total`. `total` may be corrected once the audit knows it better (a pair without
+    any test gets no draws), so the estimate never counts releases that will not be drawn."""
 
-    def count(m: int) -> None:
-        nonlocal done
-        done += m
-        progress(done, total)
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress, self.total, self.done = progress, total, 0
 
-    return count
+    def __call__(self, m: int) -> None:
+        self.done += m
+        self.progress(self.done, max(self.total, self.done))
 
 
-def chunked_draws(
-    n: int, chunk: int, counted: Callable[[int], None], draw: Callable[[int], np.ndarray]
-) -> np.ndarray:
-    """`draw(m)` called for chunks of at most `chunk` of the n draws (memory stays bounded),
-    each chunk counted before it is drawn; the chunks' values concatenated in order."""
-    parts = []
-    for start in range(0, n, chunk):
-        m = min(chunk, n - start)
-        counted(m)
-        parts.append(draw(m))
-    return np.concatenate(parts)
+def draw_counter(progress: Progress, total: int) -> DrawCounter:
+    """A DrawCounter telling `progress` of the releases drawn out of `total`."""
+    return DrawCounter(progress, total)
 
 
 @dataclass(frozen=True)
@@ -85,9 +76,17 @@ class AuditResult:
     eps_ideal: float | None = None  # bound on a mechanism exactly at its claim (power.py)
     power: float | None = None  # chance of refuting a mechanism at `ratio` x the claim
     ratio: float = 1.25
+    # The evaluated pair in the declared noise's unit, as a fraction of the claim's worst
+    # case (1: the pair is as far apart as the claim allows), and the bound the audit gets
+    # on that pair when the noise is as declared (power.pair_ideal); None without a
+    # declared noise model and encoder.
+    pair_reach: float | None = None
+    eps_ideal_pair: float | None = None
     mu_gdp: float | None = None  # Gaussian-DP diagnostic: a point estimate, not a bound
     eps_gdp: float | None = None  # eps at delta of mu_gdp-GDP
     seconds: float = 0.0
+    releases: int = 0  # releases drawn in all (direction, selection and evaluation)
+    workers: int = 1  # threads that drew them (no number depends on it)
     reason: str = ""
 
     def verdict(self) -> str:
@@ -102,14 +101,24 @@ class AuditResult:
         if not self.audited or self.n_draws == 0:
             return self.verdict() + (f" ({self.reason})" if self.audited else "")
         gdp = "" if self.eps_gdp is None else f" (eps {self.eps_gdp:.3g})"
+        reach = ""
+        if self.pair_reach is not None and self.eps_ideal_pair is not None:
+            reach = (
+                f"; the pair reaches {self.pair_reach:.0%} of the claim's worst case (bound "
+                f"on it with the declared noise {self.eps_ideal_pair:.3g})"
+            )
+        rate = ""
+        if self.releases and self.seconds > 0:
+            rate = f" ({self.releases:,} releases, {self.releases / self.seconds:,.0f}/s)"
         return (
             f"{self.verdict()}{'' if self.passed else ' (FAIL)'} at "
             f"{self.confidence:.0%} confidence; {self.n_pairs} pairs x 2 x {self.n_select} "
             f"selection draws, 2 x {self.n_draws} evaluation draws on the {self.pair} with the "
             f"{self.statistic} test (FPR {self.fpr:.2g}, FNR {self.fnr:.2g}); power: "
             f"{self.power:.0%} against {self.ratio:g}x the claim, bound on a mechanism at "
-            f"the claim {self.eps_ideal:.3g}, perfect-test ceiling {self.eps_detectable:.3g}; "
-            f"GDP diagnostic mu {self.mu_gdp:.3g}{gdp}; {self.seconds:.1f} s"
+            f"the claim {self.eps_ideal:.3g}{reach}, perfect-test ceiling "
+            f"{self.eps_detectable:.3g}; GDP diagnostic mu {self.mu_gdp:.3g}{gdp}; "
+            f"{self.seconds:.1f} s{rate}"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -135,27 +135,6 @@ def run_checks(mut: MechanismUnderTest, min_power: float = POWER_LEVEL) -> Valid
     return report
 
 
-def parse_params(specs: list[str]) -> dict[str, Any]:
-    """`KEY=VALUE` strings to a parameter dict; VALUE is read as a TOML value (2.0, 1e-5,
-    true, "text", [1, 2]) and as a plain string otherwise. Malformed specs: ConfigError."""
-    import tomllib
-
-    from bench.core.errors import ConfigError
-
-    params: dict[str, Any] = {}
-    for spec in specs:
-        key, sep, text = (part.strip() for part in spec.partition("="))
-        if not (sep and key):
-            raise ConfigError(f"bad --param {spec!r}: expected KEY=VALUE, e.g. eps=2.0")
-        if key in params:
-            raise ConfigError(f"bad --param {spec!r}: {key!r} is given twice")
-        try:
-            params[key] = tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError:
-            params[key] = text
-    return params
-
-
 def prepare(
     mechanism: str, params: dict[str, Any], task: str | None, seed: int, **options: Any
 ) -> MechanismUnderTest:
@@ -189,7 +168,6 @@ __all__ = [
     "CheckOutcome",
     "ValidationReport",
     "audit_inconclusive",
-    "parse_params",
     "prepare",
     "run_checks",
 ]
