@@ -71,6 +71,19 @@ _BUILTIN: tuple[MetricSpec, ...] = (
     ),
     MetricSpec("audit_draws", "higher", "reference", "the audit's evaluation draws per input"),
     MetricSpec(
+        "audit_pair_reach",
+        "higher",
+        "reference",
+        "how far apart the audit's pair of inputs is, as a share of the claim's worst case "
+        "(1: the pair the claim allows at most; below it the audit tests an easier pair)",
+    ),
+    MetricSpec(
+        "eps_audit_ideal_pair",
+        "higher",
+        "reference",
+        "the bound the audit reaches on its own pair with the noise as declared",
+    ),
+    MetricSpec(
         "prior_shrinkage",
         "higher",
         "reference",

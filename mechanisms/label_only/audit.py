@@ -54,7 +54,7 @@ MIN_SELECT = 1000
 
 def claims_idp(claim: Claim) -> bool:
     """Whether a claim is individual DP, the claim a keep rate tests."""
-    return claim[0] == "idp"
+    return claim.notion == "idp"
 
 
 class _Fresh(dict):
@@ -185,7 +185,7 @@ def audit_label_only(
     """Audit the keep rate of a label-only iDP mechanism (module docstring); `progress` as
     in core.audit_mechanism."""
     result = result_builder(mechanism, claim, time.perf_counter())
-    _, eps, delta, _, _ = claim
+    eps, delta = claim.eps, claim.delta
     n_select, confidence = options.n_select, options.confidence
     mech: Any = mechanism
 

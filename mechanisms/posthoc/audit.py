@@ -86,7 +86,7 @@ MILP_BUDGET = 1
 
 def claims_embedding_distance(claim: Claim) -> bool:
     """Whether a claim is over l_inf in embedding space, the claim this audit tests."""
-    return claim[4] == DISTANCE
+    return claim.distance == DISTANCE
 
 
 @dataclass(frozen=True)
@@ -370,7 +370,7 @@ def audit_ptr(
     given `seed`. Sizes and `progress` as in core.audit_mechanism, planned for the release
     step."""
     result = result_builder(mechanism, claim, time.perf_counter())
-    _, eps, _, radius, _ = claim
+    eps, radius = claim.eps, claim.radius
     n_draws, n_select, ratio = options.n_draws, options.n_select, options.ratio
     confidence = options.confidence
 

@@ -77,7 +77,7 @@ def audit_coin(
     coordinate at the high end; the test "the first released coordinate is high" on
     COIN_DRAWS releases of each gives a Clopper-Pearson lower bound on eps. Two inputs that
     differ in one coordinate are covered by the (d eps)-LDP claim."""
-    notion, eps, delta, radius, _ = claim
+    eps, delta = claim.eps, claim.delta
     alpha = 1.0 - options.confidence
     x0 = torch.full((COIN_DRAWS, *task.input_shape), mechanism.low)
     x1 = x0.clone()
@@ -90,10 +90,10 @@ def audit_coin(
     eps_lb = float(eps_lower_bound(false_pos, COIN_DRAWS, false_neg, COIN_DRAWS, 0.0, alpha))
     return AuditResult(
         mechanism.name,
-        notion,
+        claim.notion,
         eps,
         delta,
-        radius,
+        claim.radius,
         audited=True,
         passed=eps is not None and eps_lb <= eps,
         eps_lb=eps_lb,

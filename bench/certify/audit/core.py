@@ -83,16 +83,15 @@ from bench.certify.audit.result import (
     audit_generator,
     draw_counter,
     no_progress,
+    result_builder,
 )
 from bench.certify.audit.thresholds import best_threshold
 from bench.core.device import host_view
 from bench.core.errors import MechanismOutputError
 from bench.core.threads import pinned_threads
+from bench.plugin.notions import Claim
 from bench.plugin.protocols import Mechanism, NoiseModel, Task
 
-AUDITED_NOTIONS = frozenset({"ip", "ldp", "reconstruction"})
-TRAINING_SET_NOTIONS = frozenset({"dp", "idp"})  # neighbouring training sets, not inputs
-RADIUS_NOTIONS = frozenset({"ip", "reconstruction"})
 CONTINUOUS_MODALITIES = frozenset({"image", "tabular", "vector"})
 
 # A distinguisher: flattened float releases (m, D) -> (m,) scores, larger under x1.
@@ -341,61 +340,64 @@ def _needs_direction(mechanism: Mechanism, pair: InputPair, release_dim: int) ->
 # ---------------------------------------------------------------------------- claims
 
 
-def _claim(mechanism: Mechanism) -> tuple[str, float | None, float, float | None, str | None]:
-    """(notion, eps, delta, radius, distance) of the declared guarantee."""
-    g = mechanism.guarantee()
-    p = g.params
-    eps = p.get("eps")
-    radius = p.get("radius")
-    return (
-        g.notion,
-        None if eps is None else float(eps),
-        float(p.get("delta", 0.0) or 0.0),
-        None if radius is None else float(radius),
-        g.distance,
+def _unaudited(name: str, claim: Claim, reason: str) -> AuditResult:
+    return AuditResult(
+        name,
+        claim.notion,
+        claim.eps,
+        claim.delta,
+        claim.radius,
+        audited=False,
+        passed=True,
+        reason=reason,
     )
 
 
-def _unaudited(name: str, claim: tuple, reason: str) -> AuditResult:
-    notion, eps, delta, radius, _ = claim
-    return AuditResult(name, notion, eps, delta, radius, audited=False, passed=True, reason=reason)
+def input_pairs_test(claim: Claim) -> bool:
+    """Whether input pairs can test the claim: an (eps, delta) indistinguishability of the
+    releases of two inputs (its notion's neighbours are inputs and its level is eps), any two
+    for LDP, two within the radius for IP and reconstruction privacy."""
+    spec = claim.spec
+    return spec.neighbours == "inputs" and spec.level.param == "eps"
 
 
-def _skip_reason(task: Task, claim: tuple) -> str | None:
+def _skip_reason(task: Task, claim: Claim) -> str | None:
     """Why this claim cannot be audited here, or None."""
-    notion, eps, delta, radius, distance = claim
-    if notion in TRAINING_SET_NOTIONS:
+    notion, eps, delta, radius = claim.notion, claim.eps, claim.delta, claim.radius
+    spec = claim.spec
+    if spec.neighbours == "training set":
         return (
             f"notion {notion!r} is a claim over neighbouring training sets; this audit "
             "tests claims over inputs"
         )
-    if notion not in AUDITED_NOTIONS:
-        return f"notion {notion!r} makes no (eps, delta) indistinguishability claim"
+    if not input_pairs_test(claim):
+        why = spec.unaudited or "it makes no (eps, delta) claim over inputs"
+        return f"notion {notion!r}: {why}"
     if eps is None or not (eps > 0 and math.isfinite(eps)):
         return f"the {notion} claim declares no finite positive eps"
     if not 0 <= delta < 1:
         return f"delta {delta} is not in [0, 1)"
     if task.modality not in CONTINUOUS_MODALITIES:
         return f"inputs of modality {task.modality!r} are not a continuous range"
-    if notion in RADIUS_NOTIONS:
+    if spec.radius:
         if radius is None or not radius > 0:
             return f"the {notion} claim declares no positive radius"
-        if parse_norm(distance) is None:
-            return f"distance {distance!r} is not an input-space l1 / l2 / linf distance"
+        if parse_norm(claim.distance) is None:
+            return f"distance {claim.distance!r} is not an input-space l1 / l2 / linf distance"
     return None
 
 
 def audit_pairs_for(
-    mechanism: Mechanism, task: Task, claim: tuple, seed: int, n_random: int, n_worst: int
+    mechanism: Mechanism, task: Task, claim: Claim, seed: int, n_random: int, n_worst: int
 ) -> list[InputPair]:
     """The input pairs the claim covers, anchored at real test inputs chosen by `seed` (a
     radius claim's worst-case search climbs from WORST_ANCHORS of them, at least
     n_worst)."""
-    notion, _, _, radius, distance = claim
+    radius, distance, within_radius = claim.radius, claim.distance, claim.spec.radius
     test_x = task.splits().test.x
     gen = _generator(seed, "pairs")
     encoder = host_view(mechanism.encoder())  # the pair search runs on the CPU
-    if notion in RADIUS_NOTIONS:
+    if within_radius:
         searched = max(n_worst, WORST_ANCHORS) if encoder is not None and n_worst > 0 else n_worst
         k = n_random + searched
     else:
@@ -407,7 +409,7 @@ def audit_pairs_for(
     box = tuple(float(b) for b in task.data_range)
     noise = mechanism.noise()
     output_p = 1.0 if noise is not None and noise.kind == "laplace" else 2.0
-    if notion in RADIUS_NOTIONS:
+    if within_radius:
         norm = parse_norm(distance)
         return radius_pairs(
             anchors,
@@ -452,7 +454,7 @@ def _loss_coordinates(mechanism: Mechanism, pairs: list[InputPair]) -> int:
 
 def plan_audit(
     mechanism: Mechanism,
-    claim: tuple,
+    claim: Claim,
     pairs: list[InputPair],
     release_dim: int,
     *,
@@ -467,7 +469,7 @@ def plan_audit(
     so the whole audit (selection on every pair, twice as much without an encoder, plus
     the evaluation) stays within `max_cost` units; `fitted`: selection is MIN_SELECT draws
     per pair and side (selection_size), else a SELECT_FRACTION of the evaluation's."""
-    _, eps, delta, _, _ = claim
+    eps, delta = claim.eps, claim.delta
     noise = mechanism.noise()
     kind = noise.kind if noise is not None else None
     k = _loss_coordinates(mechanism, pairs) if kind == "laplace" else 1
@@ -491,14 +493,14 @@ def plan_audit(
 
 
 def pair_power_fields(
-    mechanism: Mechanism, claim: tuple, pair: InputPair, n: int, alpha: float
+    mechanism: Mechanism, claim: Claim, pair: InputPair, n: int, alpha: float
 ) -> dict[str, float | None]:
     """`pair_reach` and `eps_ideal_pair` of the evaluated pair (power.pair_ideal): the
     pair's noiseless outputs' distance in the declared noise's unit (||Delta||_2 / sigma, or
     ||Delta||_1 / b for a pure claim with Laplace noise) as a fraction of the claim's worst
     case, and the bound an audit of n draws per side gets on it. None without an encoder
     or a declared noise model."""
-    _, eps, delta, _, _ = claim
+    eps, delta = claim.eps, claim.delta
     noise, means = mechanism.noise(), _noiseless(mechanism, pair)
     kind = None if noise is None else noise.kind
     worst = claim_separation(kind, eps, delta)
@@ -655,7 +657,7 @@ def audit_mechanism(
     those planned (direction, selection and evaluation draws)."""
     workers = default_workers() if workers is None else max(1, int(workers))
     family = registered_audit(type(mechanism))
-    claim = _claim(mechanism)
+    claim = mechanism.guarantee().claim()
     if family is not None and family.applies(claim):  # the family's own test (registry.py)
         options = AuditOptions(
             n_draws,
@@ -695,7 +697,7 @@ def audit_mechanism(
 
 
 def _audit_inputs(
-    mechanism: Mechanism, task: Task, seed: int, claim: tuple, options: AuditOptions
+    mechanism: Mechanism, task: Task, seed: int, claim: Claim, options: AuditOptions
 ) -> AuditResult:
     """The input-pair audit of `claim` (module docstring)."""
     start = time.perf_counter()
@@ -703,7 +705,7 @@ def _audit_inputs(
     reason = _skip_reason(task, claim)
     if reason is not None:
         return _unaudited(name, claim, reason)
-    notion, eps, delta, radius, _ = claim
+    eps, delta = claim.eps, claim.delta
     alpha = 1.0 - options.confidence
     pairs = audit_pairs_for(mechanism, task, claim, seed, options.n_random, options.n_worst)
     probe = mechanism.release(pairs[0].x0.unsqueeze(0).clone(), _generator(seed, "probe"))
@@ -753,18 +755,11 @@ def _audit_inputs(
     choice = _select(
         mechanism, pairs, scorers, releases, seed, n_sel, n_eval, delta, alpha, draw_options
     )
+    result = result_builder(mechanism, claim, start)
     if choice is None:  # every pair releases identically distributed outputs (or nothing)
         releases.check_unmodified()
-        return AuditResult(
-            name,
-            notion,
-            eps,
-            delta,
-            radius,
-            audited=True,
-            passed=True,
+        return result(
             eps_lb=0.0,
-            seconds=time.perf_counter() - start,
             reason="no pair gives the distinguishers any signal",
             releases=2 * n_sel * sum(wanted),
             **power_fields,
@@ -775,13 +770,7 @@ def _audit_inputs(
     releases.check_unmodified()
     eps_lb = float(eps_lower_bound(false_pos, n_eval, false_neg, n_eval, delta, alpha))
     mu = gdp_mu_estimate(false_pos / n_eval, false_neg / n_eval, n_eval)
-    return AuditResult(
-        name,
-        notion,
-        eps,
-        delta,
-        radius,
-        audited=True,
+    return result(
         passed=eps_lb <= eps,  # type: ignore[operator]
         eps_lb=eps_lb,
         n_draws=n_eval,

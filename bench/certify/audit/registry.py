@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.certify.audit.result import AuditResult, Claim, Progress, no_progress
+from bench.certify.audit.result import AuditResult, Progress, no_progress
+from bench.plugin.notions import Claim
 from bench.plugin.protocols import Mechanism, Task
 
 # Cost budget of an audit, in units of one input or release coordinate (or one encoder

@@ -11,16 +11,13 @@ from typing import Any
 import torch
 
 from bench.core.hashing import derive_seed
+from bench.plugin.notions import Claim
 
 
 def audit_generator(seed: int, purpose: str) -> torch.Generator:
     """The generator of one part of an audit: a fixed function of the seed and the purpose,
     so every part draws the same numbers on every machine and in every order."""
     return torch.Generator().manual_seed(derive_seed(seed, f"audit/{purpose}"))
-
-
-# (notion, eps, delta, radius, distance) of a mechanism's declared guarantee.
-Claim = tuple[str, float | None, float, float | None, str | None]
 
 
 # Told (releases drawn so far, releases the audit plans in all) as the audit draws, for a
@@ -129,13 +126,11 @@ def result_builder(mechanism: object, claim: Claim, start: float) -> Callable[..
     """The result an audit of `mechanism`'s `claim` begun at `start` (perf_counter) returns:
     audited and passed unless the fields say otherwise, timed when it is built."""
     name = getattr(type(mechanism), "name", type(mechanism).__name__)
-    notion, eps, delta, radius, _ = claim
 
     def result(**fields: Any) -> AuditResult:
         fields.setdefault("audited", True)
         fields.setdefault("passed", True)
-        return AuditResult(
-            name, notion, eps, delta, radius, seconds=time.perf_counter() - start, **fields
-        )
+        fields.setdefault("seconds", time.perf_counter() - start)
+        return AuditResult(name, claim.notion, claim.eps, claim.delta, claim.radius, **fields)
 
     return result

@@ -5,6 +5,7 @@ and no other family's."""
 from __future__ import annotations
 
 from bench.certify.audit.registry import audit_modules, registered_audit
+from bench.plugin.notions import Claim
 from bench.run.plan import code_files_of
 from mechanisms.label_only.lucid import LabelOnly, LeaveOneOutAccess, NaiveIDP
 from mechanisms.noise.input_noise import GaussInput
@@ -27,10 +28,10 @@ def test_families_register_their_audits_and_subclasses_inherit_them() -> None:
 def test_a_family_audit_answers_only_the_claims_it_tests() -> None:
     keep_rate = registered_audit(LeaveOneOutAccess)
     assert keep_rate is not None
-    assert keep_rate.applies(("idp", 1.0, 0.0, None, "training-set/leave-one-out"))
-    assert not keep_rate.applies(("none", None, 0.0, None, None))  # label-only: no claim
+    assert keep_rate.applies(Claim("idp", 1.0, 0.0, None, "training-set/leave-one-out"))
+    assert not keep_rate.applies(Claim("none"))  # label-only: no claim
     ptr = registered_audit(PosthocPTR)
-    assert ptr is not None and not ptr.applies(("ip", 1.0, 0.0, 0.5, "l2/input"))
+    assert ptr is not None and not ptr.applies(Claim("ip", 1.0, 0.0, 0.5, "l2/input"))
     assert registered_audit(LabelOnly) is keep_rate
 
 
