@@ -246,8 +246,11 @@ def test_a_setting_at_chance_is_flagged_and_never_on_the_frontier_or_best() -> N
     assert at_chance == {"a": False, "ldp": True}
     assert overview["chance"]["utility"] == "0.1"
     assert overview["chance"]["attack"]["text"] == "0.03"
+    # Bands anchored at the prior guess's 0.03: only ldp is at the prior guess (SSIM at most
+    # 0.03 + 0.05 x 0.97), and it serves nothing.
     bands = _leaders(overview)
-    assert bands["attack SSIM ≤ 0.2"] is None  # only ldp reaches SSIM <= 0.2; it serves nothing
+    assert bands["attack SSIM ≤ 0.0785"] is None
+    assert overview["empirical"][0]["anchor"] == "at the prior guess"
     # Scored over all queries (abstentions get the prior guess), the same baseline applies.
     for row in rows:
         if row["attack"] == WORST_CASE:
