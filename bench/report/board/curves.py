@@ -26,7 +26,7 @@ from typing import Any
 from bench.core.errors import BenchError
 from bench.core.hashing import canonical_json
 from bench.core.project import in_project
-from bench.plugin.notions import known_notion, notion_spec
+from bench.plugin.notions import Claim, known_notion, notion_spec
 from bench.plugin.registry import MECHANISMS
 from bench.report.board.labels import (
     WORST_CASE,
@@ -65,7 +65,14 @@ def family_words(family: str) -> str:
 
 
 def _claim_text(row: dict[str, Any]) -> str:
+    """What a setting claims, as text two settings share exactly when their claims are the
+    same: the typed claim's comparable key and level (a guarantee's bookkeeping, such as an
+    estimate it carries, is no part of it), else the whole guarantee for a notion no
+    installed family registers."""
     guarantee = {k: v for k, v in (row.get("guarantee") or {}).items() if k not in _NOT_CLAIM}
+    if known_notion(guarantee.get("notion")):
+        claim = Claim.from_row(guarantee)
+        return canonical_json([list(claim.comparable_key()), claim.level, claim.eps])
     return canonical_json(guarantee)
 
 

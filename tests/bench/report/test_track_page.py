@@ -6,6 +6,7 @@ variant (tested on the data the plot is drawn from, not its pixels)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from bench.report.board.load import board_kind, validate_leaderboard
 from bench.report.board.write import refresh_board, write_leaderboard
 from bench.suite.read import load_suite, suite_kind
 from tests.bench.report.test_leaderboard import STAMP
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _metric(value: float, half: float = 0.01) -> dict[str, Any]:
@@ -210,3 +213,30 @@ def test_a_refresh_gives_a_board_the_kind_its_suite_file_declares(tmp_path: Path
     refresh_board(tmp_path)
     assert json.loads((tmp_path / "leaderboard.json").read_text())["kind"] == "track"
     assert "<title>MNIST track</title>" in _page(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
+def test_a_track_pages_first_screen_shows_the_ranked_bands_and_the_plot(tmp_path: Path) -> None:
+    """At 1440x900 the ranked bands and the privacy-utility plot both start on the first
+    screen, side by side, and the page does not overflow sideways."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    write_leaderboard(
+        "track-fmnist", "1", _track_rows(), tmp_path, code_version="c+1", generated_at=STAMP,
+        kind="track",
+    )  # fmt: skip
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=flags)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            page.goto((tmp_path / "index.html").as_uri())
+            table = page.locator("table.track-ranked").bounding_box()
+            plot = page.locator("figure.track-plot img").bounding_box()
+            assert table is not None and plot is not None
+            assert table["y"] < 450 and plot["y"] < 450
+            assert plot["x"] >= table["x"] + table["width"] - 1  # beside, not below
+            assert plot["x"] + plot["width"] <= 1440
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1440
+        finally:
+            browser.close()
