@@ -84,9 +84,9 @@ def board_heading(doc: dict[str, Any]) -> Heading:
     if kind == "track":
         title = track_title(suite, description, tasks)
         line = (
-            f"A track: one standard task, one attack battery, one scoring rule and fixed "
-            f"seeds ({seeds} behind every row here), so its entries are ranked against "
-            "each other."
+            "A track: one standard task, one attack battery, one scoring rule and fixed "
+            "seeds, so its entries are ranked against each other; every row here rests on "
+            f"{seeds} seed{'' if seeds == 1 else 's'}."
         )
     elif kind == "study":
         title = f"Study: {suite}"
