@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from bench.report.board.load import board_kind
 from bench.report.board.suite_info import suite_description
-from bench.report.reproduce.reproduction import references_for_suite, task_source_dataset
+from bench.report.reproduce.reproduction import (
+    Reference,
+    known_papers,
+    load_reference,
+    task_source_dataset,
+)
 
 KIND_WORDS = {"track": "Track", "paper": "Paper reproduction", "study": "Study"}
 _TRACK_LEAD = re.compile(r"^The (.+?) track\b")
@@ -43,6 +49,18 @@ class Heading:
     papers: tuple[PaperLink, ...]
     lead: str
     rest: str
+
+
+@cache
+def shipped_references() -> tuple[Reference, ...]:
+    """Every shipped paper reference table, parsed once per process (a page and the site
+    index ask for them once per board)."""
+    return tuple(load_reference(paper) for paper in known_papers())
+
+
+def references_naming(suite: str) -> list[Reference]:
+    """The shipped reference tables that name `suite`."""
+    return [ref for ref in shipped_references() if suite in ref.suites()]
 
 
 def split_lead(text: str) -> tuple[str, str]:
@@ -78,7 +96,7 @@ def board_heading(doc: dict[str, Any]) -> Heading:
     kind = board_kind(doc)
     description = suite_description(suite)
     lead, rest = split_lead(description)
-    papers = tuple(PaperLink(r.name, r.title, r.url, r.year) for r in references_for_suite(suite))
+    papers = tuple(PaperLink(r.name, r.title, r.url, r.year) for r in references_naming(suite))
     tasks = sorted({r["task"] for r in rows})
     seeds = _seeds(rows)
     if kind == "track":

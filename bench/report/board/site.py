@@ -15,7 +15,12 @@ from typing import Any
 
 from bench.core.errors import BenchError
 from bench.core.fsutil import atomic_write
-from bench.report.board.heading import board_heading, split_lead, track_title
+from bench.report.board.heading import (
+    board_heading,
+    shipped_references,
+    split_lead,
+    track_title,
+)
 from bench.report.board.html import template_environment
 from bench.report.board.labels import WORST_CASE
 from bench.report.board.load import board_kind, load_leaderboard
@@ -24,8 +29,6 @@ from bench.report.reproduce.reproduction import (
     VERDICTS,
     coverage,
     coverage_counts,
-    known_papers,
-    load_reference,
 )
 from bench.suite.read import DEFAULT_KIND
 
@@ -172,8 +175,7 @@ def paper_lines(root: Path, entries: list[SuiteEntry]) -> list[PaperLine]:
     reproduction.json of each suite it names (a suite with no committed board: not run)."""
     by_name = {e.name: e for e in entries}
     lines = []
-    for paper in known_papers():
-        reference = load_reference(paper)
+    for reference in shipped_references():
         docs, suites = [], []
         for suite in reference.suites():
             mine = [
