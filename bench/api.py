@@ -441,3 +441,79 @@ def _suite_status(name: str, source: SuiteSource, boards: Path, found: dict) -> 
     if checked.code_version is None:
         return unchecked(loaded.name, board, checked.unchecked or "")
     return board_status(loaded.name, loaded.version, checked.code_version, board)
+
+
+@dataclass(frozen=True)
+class EvaluateOutcome:
+    """What `evaluate` did: the run's counts, the files of the board that ranks the
+    submitted settings among the committed track rows, and the lines it prints."""
+
+    track: str
+    mechanism: str
+    summary: RunSummary
+    paths: list[Path]
+    lines: list[str]
+
+
+def evaluate(
+    mechanism: str,
+    track: str,
+    *,
+    params: dict | None = None,
+    grid: dict | None = None,
+    store_path: Path = DEFAULT_STORE,
+    out_dir: Path | None = None,
+    boards: Path = Path("leaderboards"),
+    executor: str | Executor = "local",
+    workers: int = 1,
+    address: str | None = None,
+    progress: bool = False,
+    max_failures: int | None = None,
+    on_failure: Callable[[FailedJob], None] | None = None,
+) -> EvaluateOutcome:
+    """Run one mechanism's settings on a standard track (the same task, battery, seeds and
+    scoring rule) and write a board that ranks them among the track's committed rows, which
+    are reused, not re-run: refused in one line when the committed board is not current for
+    today's code (bench.run.evaluate). `mechanism` is a registered name or `module:Class`;
+    `params` its fixed parameters and `grid` sweeps of others, as in a suite file. The
+    board goes to `out_dir` (default: .bench/boards/<track>+<mechanism> beside the store),
+    never into the committed boards unless `out_dir` names them."""
+    from bench.run.evaluate import current_track, ranked_board, submission_jobs, submission_suite
+    from bench.run.executors import make_executor
+    from bench.run.publish import page_of, summary_lines
+    from bench.run.runner import lease_timeout_s
+    from bench.store.guard import open_store
+    from bench.suite.read import read_suite
+
+    check_store_path(store_path)
+    entry = current_track(track, boards)
+    suite = submission_suite(read_suite(track), mechanism, params or {}, grid or {})
+    jobs = submission_jobs(entry, suite)
+    slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in mechanism)
+    board = out_dir or store_path.parent / "boards" / f"{entry.suite.name}+{slug}"
+    check_dir_target(board, "leaderboard directory")
+    cache_root = checked_cache_root(store_path)
+    runner = make_executor(executor, workers, address) if isinstance(executor, str) else executor
+    planned = RunPlan(suite, jobs, jobs)
+    db = open_store(store_path)
+    try:
+        summary = run(planned, db, cache_root, executor=runner, progress=progress,
+                      lease_timeout=lease_timeout_s(), on_failure=on_failure,
+                      max_failures=max_failures)  # fmt: skip
+        counts = (
+            f"{entry.suite.name} + {mechanism}: {summary.executed} jobs run, {summary.skipped} "
+            f"already stored, {summary.total} selected; {len(entry.rows)} committed rows reused"
+        )
+        if summary.failed:
+            stopped_at = max_failures if summary.stopped else None
+            attempted = summary.executed + len(summary.failed)
+            raise RunFailedError(counts, summary.failed, attempted, store_path, stopped_at)
+        try:
+            paths = ranked_board(entry, suite, jobs, db, board)
+        except OSError as exc:
+            raise during_run(exc, f"leaderboard {board}") from exc
+    finally:
+        db.close()
+    mine = [line for line in summary_lines(paths[0], entry.suite) if mechanism in line]
+    lines = [counts, *mine, f"ranked among the track: {page_of(paths[0])}"]
+    return EvaluateOutcome(entry.suite.name, mechanism, summary, paths, lines)

@@ -11,9 +11,9 @@ from typing import Annotated
 import torch
 
 from attacks.membership.perturb import with_perturbations
+from bench.plugin.membership import LabelAccess, MembershipAttack
 from bench.plugin.params import Range
 from bench.plugin.registry import register_attack
-from bench.plugin.membership import LabelAccess, MembershipAttack
 
 
 @register_attack

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import torch
 
-from bench.plugin.registry import register_attack
 from bench.plugin.membership import LabelAccess, MembershipAttack
+from bench.plugin.registry import register_attack
 
 
 @register_attack

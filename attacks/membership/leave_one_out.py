@@ -27,9 +27,9 @@ from torch.func import functional_call, vmap
 
 from attacks.membership.boundary import BoundaryAttack
 from attacks.membership.perturb import task_groups
+from bench.plugin.membership import LabelAccess
 from bench.plugin.params import Range
 from bench.plugin.registry import register_attack
-from bench.plugin.membership import LabelAccess
 from mechanisms.label_only.leave_one_out import LooRecipe
 from mechanisms.label_only.lucid import loo_networks
 

@@ -1,5 +1,5 @@
 """The `bench` command line: list, run, failures, leaderboard, status, reproduce,
-attack-report, profile, compare, validate, data. Each command group is a module of this
+attack-report, profile, compare, validate, evaluate, data. Each command group is a module of this
 package and a thin caller of bench.api or of the report tools.
 
 User mistakes (`BenchError`, and usage errors) print one line on stderr and exit 2; a run
@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from bench import __version__
-from bench.cli import boards, listing, papers, run, validate
+from bench.cli import boards, evaluate, listing, papers, run, validate
 from bench.cli.data import data_app
 from bench.core.cpu_math import pin_cpu_math
 from bench.core.errors import BenchError
@@ -39,6 +39,7 @@ app.command()(papers.reproduce)
 app.command("attack-report")(papers.attack_report)
 app.command()(boards.compare)
 app.command()(validate.validate)
+app.command()(evaluate.evaluate)
 app.add_typer(data_app, name="data")
 
 

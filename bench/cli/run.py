@@ -64,7 +64,7 @@ def run(
         outcome = api.run_suite(
             suite, store_path=store, out_dir=out, executor=executor, workers=jobs,
             address=address, seeds=seeds, device=device, progress=progress,
-            max_failures=max_failures, on_failure=_announce_failure, **filters,
+            max_failures=max_failures, on_failure=announce_failure, **filters,
         )  # fmt: skip
     except api.RunFailedError as failed:
         typer.echo(failed.counts)
@@ -78,7 +78,7 @@ def _echo(lines: list[str]) -> None:
         typer.echo(line)
 
 
-def _announce_failure(failed: FailedJob) -> None:
+def announce_failure(failed: FailedJob) -> None:
     """As a job fails: one line on stderr (above the progress bar), and the run goes on."""
     print(f"bench: job {failed.job.hash} failed ({failed.failure.line()}); continuing",
           file=sys.stderr)  # fmt: skip

@@ -1,9 +1,7 @@
 """Suite files: a named, versioned grid of tasks x mechanisms (parameter sweeps) x attacks
 x seeds, stored as TOML under bench/suite/files/ (or given by path). Unknown keys are errors.
 An optional top-level `device` (cpu, cuda, cuda:N, mps, auto; bench.core.device) says where its
-jobs run; `bench run --device` overrides it. An optional top-level `kind` says what its board is
-(SUITE_KINDS: a track ranks entries on one standard task, a paper suite reproduces a paper, a
-study answers a research question; default "paper"): the page and the site index read it.
+jobs run; `bench run --device` overrides it.
 
 Example:
 
@@ -59,10 +57,6 @@ _TOP_KEYS = {
     "attack",
 }
 _MECH_KEYS = {"name", "params", "grid", "tasks"}
-# What a suite's board is: "track" (one standard task, one battery, one scoring rule, ranked),
-# "paper" (a paper's reproduction) or "study" (a research question about bench or a paper).
-SUITE_KINDS = ("track", "paper", "study")
-DEFAULT_KIND = "paper"
 # Jobs one suite may expand to (counted before they are built, `job_count_bound`).
 MAX_JOBS = 1_000_000
 # The largest noise scale a release may draw with: 64 standard deviations of it still fit
@@ -114,7 +108,9 @@ class Suite:
     # Where the suite's jobs run unless `bench run --device` says otherwise (bench.core.device);
     # None: the CPU.
     device: str | None = None
-    kind: str = DEFAULT_KIND  # one of SUITE_KINDS
+    # What kind of board it makes (SUITE_KINDS): a standard track, a paper reproduction or a
+    # study.
+    kind: str = "paper"  # DEFAULT_KIND
 
 
 def suite_dir() -> Path:
@@ -233,15 +229,6 @@ def _device(raw: dict[str, Any], source: str) -> str | None:
         raise _fail(source, str(exc)) from exc
 
 
-def suite_kind(raw: dict[str, Any], source: str) -> str:
-    """The suite's `kind` key (one of SUITE_KINDS), DEFAULT_KIND when absent; any other value
-    is a one-line error."""
-    value = raw.get("kind", DEFAULT_KIND)
-    if value not in SUITE_KINDS:
-        raise _fail(source, f"'kind' must be one of {', '.join(SUITE_KINDS)}, got {value!r}")
-    return str(value)
-
-
 def _entries(raw: dict[str, Any], kind: str, allowed: set[str], source: str) -> tuple[Entry, ...]:
     tables = raw.get(kind, [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -285,6 +272,19 @@ def _names(
     if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
         raise _fail(source, f"{where}: '{key}' must be a non-empty list of {kind} names")
     return tuple(names)
+
+
+SUITE_KINDS = ("track", "paper", "study")
+DEFAULT_KIND = "paper"  # a suite (and a board) that does not say
+
+
+def suite_kind(raw: dict[str, Any], source: str) -> str:
+    """The suite's `kind` (default "paper"); another value is a one-line error. The report
+    reads a shipped suite file's kind with it too (bench.report.board.suite_info)."""
+    kind = raw.get("kind", DEFAULT_KIND)
+    if kind not in SUITE_KINDS:
+        raise _fail(source, f"'kind' must be one of {', '.join(SUITE_KINDS)}, got {kind!r}")
+    return str(kind)
 
 
 def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:

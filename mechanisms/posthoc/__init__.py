@@ -12,7 +12,10 @@ registered in hooks.py).
 
 To add a sibling (e.g. another obfuscator): add the variant to models.py and to the
 `variant` choices of mechanism.py; a new release rule goes in ptr.py with a test against
-Alg. 1's bisection.
+Alg. 1's bisection. A choice that only a study needs (the paper's public code's, say) stays
+out of these parameters: a study subclasses `PosthocPTR` and overrides its override points
+(`out_norm`, `training_recipe`, `training_settings`, `proposed_delta_p`), as the attribution
+study's `posthoc-ptr-reference-code` does (studies/posthoc_attribution).
 """
 
 from mechanisms.posthoc import hooks as hooks  # the family's audit and board plots

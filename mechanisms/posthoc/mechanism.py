@@ -41,16 +41,12 @@ from mechanisms.posthoc.decisions import (
     run_query_tests,
 )
 from mechanisms.posthoc.models import (
-    REFERENCE_HIDDEN,
-    Adversary,
+    BENCH_RECIPE,
     BetaVAE,
-    Checkpoint,
-    Classifier,
-    Recipe,
+    TrainingRecipe,
     Variant,
     classifier,
     finetune_classifier,
-    obfuscator,
     train_obfuscator,
     train_vae,
 )
@@ -93,8 +89,7 @@ DELTA_P = register_metric(
         "delta_p",
         "lower",
         "reference",
-        "posthoc-ptr: proposed local sensitivity bound DeltaP = mean + 3 std of those constants "
-        "(or the hand-set `proposal`)",
+        "posthoc-ptr: proposed local sensitivity bound DeltaP = mean + 3 std of those constants",
     )
 )
 LIPSCHITZ_EXACT = register_metric(
@@ -105,20 +100,6 @@ LIPSCHITZ_EXACT = register_metric(
         "posthoc-ptr: fraction of those constants the exact search solved exactly within its "
         "work budget (else its certified upper bound)",
     )
-)
-
-
-# The sensitivity PTR calibrates to (parameter `sensitivity`) and the output norm of its local
-# Lipschitz constants. "l1": the l_inf -> l_1 constant, the l_1 sensitivity the Laplace
-# release needs (Theorem 4.4's release step). "reference-code": LipMIP's 'l1Ball1', the
-# l_inf -> l_inf constant max_j ||grad f_j||_1 that the paper's public code used, up to k times
-# smaller: a diagnostic, whose rows make no valid claim (`NOT_PRIVATE`).
-Sensitivity = Literal["l1", "reference-code"]
-SENSITIVITIES: dict[str, OutNorm] = {"l1": "l1", "reference-code": "linf"}
-NOT_PRIVATE = (
-    "not private: the release noise is calibrated to the l_inf -> l_inf local Lipschitz "
-    "constant (the paper's public code), not the l_1 sensitivity the Laplace release needs "
-    "(up to k times larger), so Theorem 4.4's release step does not hold"
 )
 
 
@@ -195,13 +176,7 @@ class PosthocPTR(Mechanism):
         split_boxes: int = 200  # 0: MILP only
         solver: str = "highs"  # bench.certify.milp.SOLVERS
         finetune_epochs: int = 5
-        sensitivity: Sensitivity = "l1"
-        lipschitz_method: Literal["milp", "auto"] = "auto"
-        recipe: Recipe = "bench"
-        checkpoint: Checkpoint = "last"
-        classifier: Classifier = "bench"
-        adversary: Adversary = "bench"  # the ARL term's proxy adversary
-        proposal: float = 0.0  # DeltaP given by hand; 0: calibrated (mean + 3 std)
+        lipschitz_method: Literal["milp", "auto"] = "auto"  # the exact search, or the MILP
 
     p: Params
 
@@ -214,15 +189,36 @@ class PosthocPTR(Mechanism):
         for key in ("vae_epochs", "obf_epochs", "n_calib", "node_limit"):
             if getattr(p, key) < 1:
                 raise ConfigError(f"posthoc-ptr: {key} must be a positive integer")
-        if not (p.proposal >= 0 and math.isfinite(p.proposal)):
-            raise ConfigError("posthoc-ptr: proposal must be a finite DeltaP (0: calibrated)")
         if p.r_max and p.r_max <= p.R:
             raise ConfigError("posthoc-ptr: r_max must exceed R (or be 0 for the default)")
 
+    # ------------------------------------------------------------------ override points
+    # A study mechanism that measures another choice (bench.plugin: a subclass named as
+    # `module:Class` in a suite) overrides these; each returns bench's choice here.
+
     @property
     def out_norm(self) -> OutNorm:
-        """The output norm of every local Lipschitz constant PTR computes (SENSITIVITIES)."""
-        return SENSITIVITIES[self.p.sensitivity]
+        """The output norm of every local Lipschitz constant PTR computes: l_inf -> l_1, the
+        l_1 sensitivity the Laplace release needs (Theorem 4.4's release step)."""
+        return "l1"
+
+    def training_recipe(self, train_x: torch.Tensor | None = None) -> TrainingRecipe:
+        """How the obfuscator and the classifier are trained and built
+        (mechanisms.posthoc.models.TrainingRecipe): bench's. `train_x` holds the training
+        inputs when the recipe is about to train (a recipe may read the embedder there), None
+        when it only builds the networks that a cached training's weights load into."""
+        return BENCH_RECIPE
+
+    def training_settings(self) -> dict[str, Any]:
+        """What, beyond the variant and its budget, decides the trained networks: keys of the
+        obfuscator's cache entry (bench's recipe adds none)."""
+        return {}
+
+    def proposed_delta_p(self, calibrated: float) -> float:
+        """Alg. 1 step 1's proposal DeltaP from the calibrated mean + 3 std: that value. Any
+        DeltaP fixed before the query is seen keeps Theorem 4.4, since PTR's test (Lemma 4.3)
+        checks it at each query."""
+        return calibrated
 
     # ------------------------------------------------------------------ fit
 
@@ -244,10 +240,7 @@ class PosthocPTR(Mechanism):
             "variant": p.variant,
             "alpha": p.alpha,
             "obf_epochs": p.obf_epochs,
-            "recipe": p.recipe,
-            "checkpoint": p.checkpoint,
-            "classifier": p.classifier,
-            "adversary": p.adversary,
+            **self.training_settings(),
             "code": code_digest("mechanisms.posthoc.models"),
         }
 
@@ -263,22 +256,18 @@ class PosthocPTR(Mechanism):
                     ctx.generator("posthoc-obf"),
                     alpha=p.alpha,
                     device=ctx.device,
-                    recipe=p.recipe,
-                    z_std=self._posterior_std(train.x) if p.recipe == "reference-code" else None,
-                    checkpoint=p.checkpoint,
-                    classifier_kind=p.classifier,
-                    adversary_kind=p.adversary,
+                    recipe=self.training_recipe(train.x),
                 )
             return {"f": f.state_dict(), "h": h.state_dict(), "out_dim": 8}
 
         nets = ctx.cache.get_or_build(
             {"artifact": "posthoc-obfuscator", **self.model_key}, build_obf
         )
-        hidden = REFERENCE_HIDDEN if p.recipe == "reference-code" else (8, 8)
-        self.f = obfuscator(latent, hidden, 8)
+        built = self.training_recipe()
+        self.f = built.obfuscator(latent, (8, 8), 8)
         self.f.load_state_dict(nets["f"])
         self.f.to(self.device).eval()
-        self.h = classifier(8, task.num_classes, kind=p.classifier)
+        self.h = built.classifier(8, task.num_classes)
         self.h.load_state_dict(nets["h"])
         self.h.to(self.device).eval()
         self.relu_net = ReluMLP.from_module(self.f)  # CPU float64 weights, for the MILPs
@@ -294,15 +283,13 @@ class PosthocPTR(Mechanism):
                 "solver": p.solver,
                 "time_limit": p.time_limit,
                 "node_limit": p.node_limit,
-                "sensitivity": p.sensitivity,
+                "out_norm": self.out_norm,
                 "lipschitz_method": p.lipschitz_method,
             },
             lambda: self._calibrate(to_cpu(z_train[: p.n_calib]), radius),
         )
         self.calibration = calib
-        # Alg. 1 step 1 may propose any DeltaP fixed before the query is seen: PTR's test
-        # (Lemma 4.3) checks it at each query, so a hand-set `proposal` keeps Theorem 4.4.
-        self.delta_p = p.proposal or float(calib["delta_p"])
+        self.delta_p = self.proposed_delta_p(float(calib["delta_p"]))
         r_max = p.r_max or default_r_max(eps, delta, radius)
         self.cfg = PTRConfig(
             eps,
@@ -331,13 +318,6 @@ class PosthocPTR(Mechanism):
                 ctx.generator("posthoc-finetune"),
             )
         self._certifiers: dict[bytes, Certifier] = {}
-
-    @torch.no_grad()
-    def _posterior_std(self, x: torch.Tensor) -> torch.Tensor:
-        """The VAE posterior's standard deviation at each training input (the reference
-        code's recipe trains the obfuscator on posterior samples)."""
-        _, logvar = self.vae.encode(to_device(x, self.device))
-        return (0.5 * logvar).exp()
 
     def _region(self, z_train: torch.Tensor) -> CertifiedRegion:
         """The fit-time region certificate over the training embeddings (cached)."""
@@ -454,16 +434,9 @@ class PosthocPTR(Mechanism):
         return to_cpu(self.h(to_device(release.values.float(), self.device)))
 
     def guarantee(self) -> Guarantee:
-        """Theorem 4.4's (2 eps, delta/2, R) claim; under the reference code's sensitivity the
-        same numbers carry `not_private` with the reason (the reports never rank such rows)."""
+        """Theorem 4.4's (2 eps, delta/2, R) reconstruction-privacy claim."""
         p = self.p
-        claim: dict[str, Any] = {
-            "eps": 2 * p.eps,
-            "delta": p.delta / 2,
-            "radius": p.R,
-        }
-        if p.sensitivity != "l1":
-            claim["not_private"] = NOT_PRIVATE
+        claim: dict[str, Any] = {"eps": 2 * p.eps, "delta": p.delta / 2, "radius": p.R}
         return Guarantee("reconstruction", claim, "linf/embedding")
 
     def encoder(self) -> nn.Module:

@@ -8,37 +8,16 @@ alpha = 0.99, against a proxy decoder trained in alternation), `c` (contrastive,
 on the obfuscated output while training) and their combinations. Each network is
 initialised on the CPU and trained on the device it is given (bench.core.device; default the CPU).
 
-Two obfuscator training recipes (`RECIPES`): "bench" (the above, as the paper's text states
-it) and "reference-code", the choices of the paper's public code that its text does not
-state, kept to measure how much of the paper's Table 1 they explain (docs/posthoc.md):
-obfuscator [in, 10, out], Adam 1e-4 for f and h, f trained on samples of the VAE posterior
-(z = mu + sigma * N(0, 1), where the release uses mu), the noise term as Laplace(sigma) on the
-classifier's input only (f gets no noise gradient), and the contrastive term evaluated on
-the embedding z instead of f's output, so that it adds nothing to f's gradient.
-
-Two server classifiers (`CLASSIFIERS`): "bench", a 64-wide one-hidden-layer ReLU MLP, and
-"reference-code", the public code's Fashion-MNIST prediction model: five linear layers of
-width 10 with batch norm and dropout between them, whose LeakyReLU activations were given
-True as their negative slope (= 1.0), so that each activation is the identity and the model
-is affine once batch norm and dropout are in evaluation mode.
-
-Two proxy adversaries for the ARL term (`ADVERSARIES`): "bench", a 128-wide one-hidden-layer
-ReLU MLP with a sigmoid output, and "reference-code", the public code's convolutional decoder
-(`AdversaryModelGen`): the obfuscated vector as a 1x1 map, stride-2 transposed convolutions
-with batch norm and ReLU up to the image size, raw outputs (no sigmoid). For 28x28 images it
-is built with three up-samplings after the first 2x2 map: the public code's setting of four
-yields a 60x60 output, which its MSE against the 28x28 input cannot take, so the runnable
-decoder nearest to it is used and the docs say so.
-
-Two checkpoint rules (`CHECKPOINTS`): "last" (the networks after the last epoch) and
-"reference-code", the public code's rule of keeping the epoch with the lowest
-alpha * reconstruction MSE + (1 - alpha) * cross-entropy, which it read on the test split;
-bench reads it on the training records, so that no choice depends on the queries.
+The training loop (`train_obfuscator`) reads its choices from a `TrainingRecipe`: bench's
+(the above, as the paper's text states it) is the class itself; a study that measures other
+choices (the paper's public code's, say) subclasses it and overrides its hooks (the networks,
+the learning rate, the embeddings a batch trains on, the task loss, the contrastive term, what
+happens after each epoch), so the loop, its order of random draws and bench's recipe stay in
+one place.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Literal, get_args
 
@@ -55,19 +34,6 @@ BETA = 5.0
 CONTRASTIVE_MARGIN = 25.0
 CONTRASTIVE_LAMBDA = 1.0
 NOISE_SIGMA = 0.01
-Recipe = Literal["bench", "reference-code"]
-RECIPES: tuple[str, ...] = get_args(Recipe)
-REFERENCE_HIDDEN = (10,)  # the public code's obfuscator [in, 10, out]
-REFERENCE_LR = 1e-4  # its Adam step for the obfuscator and the classifier
-Checkpoint = Literal["last", "reference-code"]
-CHECKPOINTS: tuple[str, ...] = get_args(Checkpoint)
-Classifier = Literal["bench", "reference-code"]
-CLASSIFIERS: tuple[str, ...] = get_args(Classifier)
-# The public code's Fashion-MNIST prediction model: hidden widths and dropout rates per block.
-REFERENCE_CLASSIFIER = ((10, 0.2), (10, 0.2), (10, 0.1), (10, 0.1))
-Adversary = Literal["bench", "reference-code"]
-ADVERSARIES: tuple[str, ...] = get_args(Adversary)
-DECODER_WIDTH = 32  # the public code's decoder: channels of its up-sampling stages (ngf)
 
 
 def variant_parts(variant: str) -> frozenset[str]:
@@ -153,76 +119,16 @@ def obfuscator(in_dim: int, hidden: tuple[int, ...] = (8, 8), out_dim: int = 8) 
     return nn.Sequential(*layers)
 
 
-def classifier(
-    in_dim: int, num_classes: int, width: int = 64, kind: str = "bench"
-) -> nn.Sequential:
-    """The server's classifier on the (noisy) obfuscated output, of the kind CLASSIFIERS
-    names (module docstring)."""
-    if kind not in CLASSIFIERS:
-        raise ConfigError(f"unknown classifier {kind!r}; choose one of {CLASSIFIERS}")
-    if kind == "bench":
-        return nn.Sequential(nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, num_classes))
-    layers: list[nn.Module] = []
-    prev = in_dim
-    for hidden, rate in REFERENCE_CLASSIFIER:
-        # negative slope 1.0: the public code passed True there, so the activation is identity
-        layers += [
-            nn.Linear(prev, hidden),
-            nn.BatchNorm1d(hidden),
-            nn.LeakyReLU(1.0),
-            nn.Dropout(rate),
-        ]
-        prev = hidden
-    layers.append(nn.Linear(prev, num_classes))
-    return nn.Sequential(*layers)
+def classifier(in_dim: int, num_classes: int, width: int = 64) -> nn.Sequential:
+    """The server's classifier on the (noisy) obfuscated output: a one-hidden-layer ReLU MLP."""
+    return nn.Sequential(nn.Linear(in_dim, width), nn.ReLU(), nn.Linear(width, num_classes))
 
 
-def proxy_adversary(out_dim: int, image_shape: tuple[int, ...], kind: str = "bench") -> nn.Module:
-    """The ARL term's proxy adversary, of the kind ADVERSARIES names (module docstring): it maps
-    an obfuscated vector to a flattened image with values on the images' scale."""
-    if kind not in ADVERSARIES:
-        raise ConfigError(f"unknown adversary {kind!r}; choose one of {ADVERSARIES}")
+def proxy_adversary(out_dim: int, image_shape: tuple[int, ...]) -> nn.Sequential:
+    """The ARL term's proxy adversary: a 128-wide one-hidden-layer ReLU MLP from an obfuscated
+    vector to a flattened image, with a sigmoid output (the images' [0, 1] scale)."""
     pixels = math.prod(image_shape)
-    if kind == "bench":
-        return nn.Sequential(
-            nn.Linear(out_dim, 128), nn.ReLU(), nn.Linear(128, pixels), nn.Sigmoid()
-        )
-    return nn.Sequential(_reference_decoder(out_dim, tuple(image_shape)), nn.Flatten())
-
-
-def _up(channels_in: int, channels_out: int, *, bias: bool = False) -> nn.ConvTranspose2d:
-    """A stride-2 transposed 3x3 convolution that doubles the map's side."""
-    return nn.ConvTranspose2d(
-        channels_in, channels_out, 3, stride=2, padding=1, output_padding=1, bias=bias
-    )
-
-
-def _reference_decoder(out_dim: int, image_shape: tuple[int, ...]) -> nn.Sequential:
-    """The public code's decoder for (1, 28, 28) (MNIST, Fashion-MNIST) and (3, 32, 32) (its
-    UTKFace) images: 1x1 -> 2x2 -> ... by transposed convolutions, batch norm and ReLU."""
-    width = DECODER_WIDTH
-    if image_shape == (1, 28, 28):  # 2 -> 4 -> 8 -> 16, a valid 3x3 to 14, then up to 28
-        layers: list[nn.Module] = [
-            nn.Unflatten(1, (out_dim, 1, 1)),
-            _up(out_dim, out_dim),
-            nn.Conv2d(out_dim, width, 3, padding=1, bias=False),
-            nn.BatchNorm2d(width),
-            nn.ReLU(),
-        ]
-        for _ in range(3):
-            layers += [_up(width, width), nn.BatchNorm2d(width), nn.ReLU()]
-        layers += [nn.Conv2d(width, width // 4, 3), _up(width // 4, 1)]
-        return nn.Sequential(*layers)
-    if image_shape == (3, 32, 32):  # 1 -> 2 -> 4 -> 8 -> 16 -> 32, then a 3x3 convolution
-        layers = [nn.Unflatten(1, (out_dim, 1, 1))]
-        for c_in, c_out in ((out_dim, 64), (64, 32), (32, 16), (16, 16), (16, 3)):
-            layers += [_up(c_in, c_out), nn.BatchNorm2d(c_out), nn.ReLU()]
-        layers.append(nn.Conv2d(3, 3, 3, padding=1))
-        return nn.Sequential(*layers)
-    raise ConfigError(
-        f"the reference-code adversary is defined for 1x28x28 and 3x32x32 images, "
-        f"not {'x'.join(map(str, image_shape))}"
-    )
+    return nn.Sequential(nn.Linear(out_dim, 128), nn.ReLU(), nn.Linear(128, pixels), nn.Sigmoid())
 
 
 def contrastive_loss(out: torch.Tensor, y: torch.Tensor, margin: float) -> torch.Tensor:
@@ -234,6 +140,93 @@ def contrastive_loss(out: torch.Tensor, y: torch.Tensor, margin: float) -> torch
     pos = same * d**2
     neg = (1 - same) * F.relu(margin - d) ** 2
     return ((pos + neg) * (1 - eye)).sum() / max(1, len(y) * (len(y) - 1))
+
+
+class TrainingRecipe:
+    """bench's recipe for the obfuscator f, the server's classifier h and the ARL term's
+    proxy adversary, as the paper's text states it (module docstring): f = [in, *hidden, out],
+    Adam 1e-3 for f and h, f trained on the posterior means, the `n` term as Gaussian noise on
+    f's output (with gradient), the contrastive term on f's output, the networks after the
+    last epoch.
+
+    Each method is a hook that `train_obfuscator` calls at a fixed point of its loop; a
+    subclass that changes one choice overrides one hook and leaves the loop (and so the order
+    of its random draws) alone, so its other choices stay bench's exactly."""
+
+    lr = 1e-3  # Adam step for f and h
+
+    def hidden(self, requested: tuple[int, ...]) -> tuple[int, ...]:
+        """f's hidden widths; bench's are the caller's `hidden`."""
+        return requested
+
+    def obfuscator(self, in_dim: int, hidden: tuple[int, ...], out_dim: int) -> nn.Sequential:
+        """The obfuscator f (built first, so its initialisation draws first)."""
+        return obfuscator(in_dim, self.hidden(hidden), out_dim)
+
+    def classifier(self, in_dim: int, num_classes: int) -> nn.Module:
+        """The server's classifier h (built second)."""
+        return classifier(in_dim, num_classes)
+
+    def adversary(self, out_dim: int, image_shape: tuple[int, ...]) -> nn.Module:
+        """The ARL term's proxy adversary (built third, also for variants without ARL, so
+        that every variant draws the same initial weights for f and h)."""
+        return proxy_adversary(out_dim, image_shape)
+
+    def batch_embeddings(
+        self, zb: torch.Tensor, idx: torch.Tensor, gen: torch.Generator, device: torch.device
+    ) -> torch.Tensor:
+        """The embeddings a batch trains f on; bench's are the posterior means `zb` (rows
+        `idx` of the training embeddings), with no draw."""
+        return zb
+
+    def task_loss(
+        self,
+        h: nn.Module,
+        out: torch.Tensor,
+        yb: torch.Tensor,
+        parts: frozenset[str],
+        gen: torch.Generator,
+        device: torch.device,
+    ) -> torch.Tensor:
+        """h's cross-entropy on f's output `out`; with the `n` part, on `out` plus Gaussian
+        noise of sigma NOISE_SIGMA, whose gradient reaches f."""
+        if "n" in parts:
+            return F.cross_entropy(h(out + NOISE_SIGMA * randn(out.shape, gen, device)), yb)
+        return F.cross_entropy(h(out), yb)
+
+    def contrastive(self, out: torch.Tensor, yb: torch.Tensor) -> torch.Tensor | None:
+        """The `c` part's term, on f's output with gradient; None adds nothing."""
+        return CONTRASTIVE_LAMBDA * contrastive_loss(out, yb, CONTRASTIVE_MARGIN)
+
+    def end_epoch(self, nets: EpochNetworks) -> None:
+        """Called after each epoch with the networks and the training records; bench reads
+        nothing there."""
+
+    def finish(self, f: nn.Module, h: nn.Module) -> None:
+        """Called once after the last epoch, before f and h go to evaluation mode; bench keeps
+        the last epoch's networks."""
+
+
+class EpochNetworks:
+    """What `TrainingRecipe.end_epoch` sees: the three networks, the training records on the
+    training device (embeddings z, labels y, flattened images flat), the variant's parts and
+    the ARL weight."""
+
+    def __init__(
+        self,
+        f: nn.Module,
+        h: nn.Module,
+        adv: nn.Module,
+        records: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        parts: frozenset[str],
+        alpha: float,
+    ) -> None:
+        self.f, self.h, self.adv = f, h, adv
+        self.z, self.y, self.flat = records
+        self.parts, self.alpha = parts, alpha
+
+
+BENCH_RECIPE = TrainingRecipe()
 
 
 def train_obfuscator(
@@ -249,61 +242,34 @@ def train_obfuscator(
     hidden: tuple[int, ...] = (8, 8),
     out_dim: int = 8,
     device: torch.device = CPU,
-    recipe: str = "bench",
-    z_std: torch.Tensor | None = None,
-    checkpoint: str = "last",
-    trace: list[float] | None = None,
-    classifier_kind: str = "bench",
-    adversary_kind: str = "bench",
+    recipe: TrainingRecipe = BENCH_RECIPE,
 ) -> tuple[nn.Sequential, nn.Sequential]:
     """Train obfuscator f and classifier h on embeddings z (labels y; images x for the ARL
-    proxy decoder) on `device`. Returns (f, h). Variants per paper Table 1, `recipe` per
-    RECIPES (module docstring; "reference-code" replaces `hidden` and, given the posterior
-    standard deviations `z_std`, trains on posterior samples around `z`), `checkpoint` per
-    CHECKPOINTS, h's architecture per CLASSIFIERS (`classifier_kind`), the ARL proxy
-    adversary's per ADVERSARIES (`adversary_kind`); `trace`, when given, receives the
-    checkpoint criterion after each epoch."""
+    proxy adversary) on `device`, by `recipe` (bench's by default). Returns (f, h). Variants
+    per paper Table 1: the ARL term -alpha MSE_rec + (1 - alpha) CE against a proxy adversary
+    trained in alternation on the detached representation."""
     parts = variant_parts(variant)
     if not 0 <= alpha < 1:
         raise ConfigError(f"ARL weight alpha must lie in [0, 1), got {alpha}")
-    if recipe not in RECIPES:
-        raise ConfigError(f"unknown training recipe {recipe!r}; choose one of {RECIPES}")
-    if checkpoint not in CHECKPOINTS:
-        raise ConfigError(f"unknown checkpoint rule {checkpoint!r}; choose one of {CHECKPOINTS}")
-    scores = [] if trace is None else trace
-    best: tuple[float, dict[str, torch.Tensor], dict[str, torch.Tensor]] | None = None
-    reference = recipe == "reference-code"
-    f = obfuscator(z.shape[1], REFERENCE_HIDDEN if reference else hidden, out_dim).to(device)
-    h = classifier(out_dim, num_classes, kind=classifier_kind).to(device)
-    adv = proxy_adversary(out_dim, tuple(x.shape[1:]), adversary_kind).to(device)
-    lr = REFERENCE_LR if reference else 1e-3
-    opt = torch.optim.Adam([*f.parameters(), *h.parameters()], lr=lr)
+    f = recipe.obfuscator(z.shape[1], hidden, out_dim).to(device)
+    h = recipe.classifier(out_dim, num_classes).to(device)
+    adv = recipe.adversary(out_dim, tuple(x.shape[1:])).to(device)
+    opt = torch.optim.Adam([*f.parameters(), *h.parameters()], lr=recipe.lr)
     opt_adv = torch.optim.Adam(adv.parameters(), lr=1e-3)
     z, y, flat = (to_device(t, device) for t in (z, y, x.flatten(1)))
-    if z_std is not None:
-        z_std = to_device(z_std, device)
     for _ in range(epochs):
         order = to_device(torch.randperm(len(z), generator=gen), device)
         for s in range(0, len(z), batch_size):
             idx = order[s : s + batch_size]
-            zb, yb, xb = z[idx], y[idx], flat[idx]
-            if reference and z_std is not None:
-                zb = zb + z_std[idx] * randn(zb.shape, gen, device)
+            yb, xb = y[idx], flat[idx]
+            zb = recipe.batch_embeddings(z[idx], idx, gen, device)
             out = f(zb)
-            if "n" in parts and reference:  # noise on h's input only, no gradient into f
-                noisy = out.detach() + laplace(out.shape, NOISE_SIGMA, gen, device)
-                ce = F.cross_entropy(h(out), yb) + F.cross_entropy(h(noisy), yb)
-            elif "n" in parts:
-                noisy = out + NOISE_SIGMA * randn(out.shape, gen, device)
-                ce = F.cross_entropy(h(noisy), yb)
-            else:
-                ce = F.cross_entropy(h(out), yb)
-            loss = ce
+            loss = ce = recipe.task_loss(h, out, yb, parts, gen, device)
             if "arl" in parts:
                 rec = F.mse_loss(adv(out), xb)
                 loss = (1 - alpha) * ce - alpha * rec
-            if "c" in parts and not reference:  # on the embedding it is constant in f
-                loss = loss + CONTRASTIVE_LAMBDA * contrastive_loss(out, yb, CONTRASTIVE_MARGIN)
+            if "c" in parts and (term := recipe.contrastive(out, yb)) is not None:
+                loss = loss + term
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -312,46 +278,11 @@ def train_obfuscator(
                 opt_adv.zero_grad()
                 rec.backward()
                 opt_adv.step()
-        if checkpoint == "reference-code" or trace is not None:
-            scores.append(checkpoint_loss(f, h, adv, z, y, flat, parts, alpha))
-            if checkpoint == "reference-code" and (best is None or scores[-1] < best[0]):
-                best = (scores[-1], copy.deepcopy(f.state_dict()), copy.deepcopy(h.state_dict()))
-    if best is not None:
-        f.load_state_dict(best[1])
-        h.load_state_dict(best[2])
+        recipe.end_epoch(EpochNetworks(f, h, adv, (z, y, flat), parts, alpha))
+    recipe.finish(f, h)
     f.eval()
     h.eval()
     return f, h
-
-
-@torch.no_grad()
-def checkpoint_loss(
-    f: nn.Module,
-    h: nn.Module,
-    adv: nn.Module,
-    z: torch.Tensor,
-    y: torch.Tensor,
-    flat: torch.Tensor,
-    parts: frozenset[str],
-    alpha: float,
-) -> float:
-    """The public code's checkpoint criterion on (z, y, flat): alpha * the proxy decoder's
-    reconstruction MSE + (1 - alpha) * cross-entropy for the ARL variants, cross-entropy alone
-    for the others (they train no decoder). It reads the embeddings' means, so it draws no
-    randomness and leaves the training itself unchanged (h and the adversary are read in
-    evaluation mode, so batch norm and dropout, where they have them, neither draw nor move
-    their statistics)."""
-    modes = h.training, adv.training
-    h.eval()
-    adv.eval()
-    out = f(z)
-    ce = F.cross_entropy(h(out), y).item()
-    rec = F.mse_loss(adv(out), flat).item() if "arl" in parts else 0.0
-    h.train(modes[0])
-    adv.train(modes[1])
-    if "arl" not in parts:
-        return ce
-    return alpha * rec + (1 - alpha) * ce
 
 
 def laplace(

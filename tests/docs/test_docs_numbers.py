@@ -1,6 +1,7 @@
 """Every measured number a doc quotes comes from a committed file: a leaderboard, a
-reproduction table, or a reproduction under docs/reproductions/ (the project's rule: "a
-result that is not committed is not a result").
+reproduction table, a reproduction under docs/reproductions/, or a study's board or record
+under studies/ (the project's rule: "a result that is not committed is not a result"). The
+docs are docs/*.md, README.md and the studies' READMEs.
 
 A number here is a decimal with at least three digits after the point (0.8123, 13.558):
 what a measurement prints, not a parameter such as eps 0.1. It counts as quoted when the
@@ -22,7 +23,11 @@ import pytest
 
 from tests.conftest import ROOT
 
-DOCS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+DOCS = [
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "README.md",
+    *sorted((ROOT / "studies").glob("**/README.md")),
+]
 NUMBER = re.compile(r"(?<![\w.])(\d+\.\d{3,})(?![\w.])")
 SKIPPED = [
     re.compile(r"<!-- reproduction:begin.*?reproduction:end -->", re.S),
@@ -48,7 +53,12 @@ def committed() -> tuple[frozenset[float], str]:
     """Every number in the committed JSON results, and the text of the other result files."""
     values: set[float] = set()
     texts = []
-    results = [*ROOT.glob("leaderboards/*/*"), *ROOT.glob("docs/reproductions/**/*")]
+    results = [
+        *ROOT.glob("leaderboards/*/*"),
+        *ROOT.glob("docs/reproductions/**/*"),
+        *ROOT.glob("studies/*/boards/*/*"),
+        *ROOT.glob("studies/*/records/**/*"),
+    ]
     for path in results:
         if path.suffix == ".json":
             _numbers_in(json.loads(path.read_text()), values)
@@ -85,7 +95,7 @@ def quoted_numbers(text: str) -> list[str]:
     return NUMBER.findall(text)
 
 
-@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_measured_number_in_the_docs_is_committed(doc: Path) -> None:
     missing = [n for n in quoted_numbers(doc.read_text()) if not is_quoted(n)]
     assert not missing, f"{doc.name} quotes numbers no committed result holds: {missing}"

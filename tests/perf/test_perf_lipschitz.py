@@ -6,7 +6,7 @@ in REFERENCE.md: W, b ~ U(+-1/sqrt(fan_in)), centre ~ U(-1, 1)^n; each round is 
 of 5 seeded nets. MILPs are solved by Gurobi, which bench installs (its pip licence admits
 these models; HiGHS if it refuses), as the LipMIP baseline is; 60 s each. On the hard row
 ([8,32,32,8] at R = 0.5) only the baseline and the region search run: bench's MILP and the
-pattern search time out there as the baseline does (docs/reproductions/lipschitz-exact).
+pattern search time out there as the baseline does (studies/ptr-solvers/records/lipschitz-exact.md).
 
 In the normal test run (benchmarks disabled) only the first group runs, once."""
 
@@ -54,7 +54,7 @@ def test_exact_local_lipschitz(benchmark, sizes: list[int], radius: float, metho
     if benchmark.disabled and (sizes, radius) != ROWS[0]:
         pytest.skip("timed only with benchmarks enabled (make bench-perf)")
     if (sizes, radius) == HARD and method in ("bench-milp", "patterns"):
-        pytest.skip("times out on the hard row, as the baseline does (lipschitz-exact/)")
+        pytest.skip("times out on the hard row, as the baseline does (studies/ptr-solvers)")
     benchmark.group = f"lipschitz-{'-'.join(map(str, sizes))}-R{radius}"
     nets = itertools.cycle(range(SEEDS))
     values: list[tuple[int, float, bool]] = []

@@ -1,7 +1,7 @@
 """Exact local Lipschitz constants (l_inf -> l_1) of two-hidden-layer ReLU MLPs by a
 best-first search over linear regions, for nets too large for the pattern search's bulk
 scoring (patterns.py) and for the MILP: it solves LipMIP's [8,32,32,8] at R = 0.5, where
-every MILP times out (docs/reproductions/lipschitz-exact).
+every MILP times out (studies/ptr-solvers/records/lipschitz-exact.md).
 
 What it computes, as patterns.py: the largest ||J_sigma||_{inf -> 1} over the sign
 patterns sigma whose closed linear region meets the box (LipMIP, Jordan & Dimakis 2020,

@@ -1,0 +1,1 @@
+"""Tests of the studies (studies/): their mechanisms, probes and records."""
