@@ -102,6 +102,7 @@ def write_suite_leaderboard(
         code_version=code_version,
         generated_at=generated_at,
         utility_metrics=utility_metrics,
+        kind=suite.kind,
     ):
         return [Path(out_dir) / "leaderboard.json"]
     return write_leaderboard(
@@ -115,6 +116,7 @@ def write_suite_leaderboard(
         examples=reconstruction_examples(jobs, store),
         sentences=sentence_examples(jobs, store),
         inputs_digest=inputs,
+        kind=suite.kind,
     )
 
 

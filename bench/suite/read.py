@@ -110,7 +110,7 @@ class Suite:
     device: str | None = None
     # What kind of board it makes (SUITE_KINDS): a standard track, a paper reproduction or a
     # study.
-    kind: str = "paper"
+    kind: str = "paper"  # DEFAULT_KIND
 
 
 def suite_dir() -> Path:
@@ -275,11 +275,13 @@ def _names(
 
 
 SUITE_KINDS = ("track", "paper", "study")
+DEFAULT_KIND = "paper"  # a suite (and a board) that does not say
 
 
-def _kind(raw: dict[str, Any], source: str) -> str:
-    """The suite's `kind` (default "paper"); another value is a one-line error."""
-    kind = raw.get("kind", "paper")
+def suite_kind(raw: dict[str, Any], source: str) -> str:
+    """The suite's `kind` (default "paper"); another value is a one-line error. The report
+    reads a shipped suite file's kind with it too (bench.report.board.suite_info)."""
+    kind = raw.get("kind", DEFAULT_KIND)
     if kind not in SUITE_KINDS:
         raise _fail(source, f"'kind' must be one of {', '.join(SUITE_KINDS)}, got {kind!r}")
     return str(kind)
@@ -303,7 +305,7 @@ def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
         attacks=_entries(raw, "attack", _ATTACK_KEYS, source),
         source=source,
         device=_device(raw, source),
-        kind=_kind(raw, source),
+        kind=suite_kind(raw, source),
     )
     _check_components(suite)
     return suite

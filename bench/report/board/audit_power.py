@@ -10,7 +10,8 @@ its power follows from the row alone where:
   certainly 0 when even a perfect test's bound at these draws (eps_detectable, the bound
   of zero errors, which no audit exceeds) is at most the claim.
 PTR's audit tests a per-step claim and the label-only audits their keep rates, neither on
-the row: their cells are not labelled.
+the row: their cells are not labelled. `audit_verdict` says, per setting, what the audit
+concluded of its claim (refuted, inconclusive, consistent, or not audited and why).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from bench.plugin.notions import Claim, known_notion
+from bench.plugin.notions import Claim, known_notion, notion_spec
 
 # The power a pass needs to count as evidence (`bench validate` uses the same level).
 POWER_LEVEL = 0.8
@@ -74,3 +75,46 @@ def inconclusive(row: dict[str, Any], level: float = POWER_LEVEL) -> str | None:
     if power is None or power >= level:
         return None
     return f"inconclusive: power {power:.0%} < {level:.0%} against {RATIO:g}x the claim"
+
+
+def _not_audited_reason(guarantee: dict[str, Any]) -> str:
+    """Why a setting carries no audit: its notion's declared reason (NotionSpec.unaudited),
+    else that this suite ran no audit of it."""
+    notion = guarantee.get("notion")
+    if known_notion(notion):
+        spec = notion_spec(notion)
+        if spec.unaudited:
+            return spec.unaudited
+    return "this suite ran no audit of the claim"
+
+
+def audit_verdict(row: dict[str, Any] | None) -> dict[str, str]:
+    """The privacy audit's verdict on a setting's claim, read off its utility row: `kind` is
+    "refuted" (the audit's 95% lower bound on eps above the claimed eps), "inconclusive"
+    (passed with power below POWER_LEVEL, or no testable pair), "consistent" (passed, with
+    its power where the row determines it) or "not audited" (`why` says why); `text` says
+    it in a few words. A family's own audit (PTR's per-step test, the label-only keep rate)
+    stores its bound as eps_audit_lb too and is judged the same way."""
+    row = row or {}
+    guarantee, metrics = row.get("guarantee") or {}, row.get("metrics") or {}
+    lb = metrics.get("eps_audit_lb")
+    if lb is None:
+        why = _not_audited_reason(guarantee)
+        return {"kind": "not audited", "text": f"not audited: {why}", "why": why}
+    bound, eps = float(lb["value"]), guarantee.get("eps")
+    claimed = isinstance(eps, int | float) and not isinstance(eps, bool)
+    if claimed and bound > eps:
+        return {"kind": "refuted", "text": f"refuted: lb {bound:.3g} > claim {eps:g}"}
+    draws = metrics.get("audit_draws")
+    if draws is not None and int(draws["value"]) == 0:
+        return {"kind": "inconclusive", "text": "inconclusive: no testable pair (0 draws)"}
+    power = audit_power(row)
+    if power is not None and power < POWER_LEVEL:
+        return {
+            "kind": "inconclusive",
+            "text": f"inconclusive: power {power:.0%} below {POWER_LEVEL:.0%}",
+        }
+    if power is not None:
+        return {"kind": "consistent", "text": f"consistent, power {power:.0%}"}
+    against = f" ≤ claim {eps:g}" if claimed else ""
+    return {"kind": "consistent", "text": f"consistent: lb {bound:.3g}{against}"}

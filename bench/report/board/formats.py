@@ -27,16 +27,25 @@ CSV_COLUMNS = (
 
 
 def leaderboard_json(
-    suite: str, suite_version: str, rows: list[dict[str, Any]], code_version: str, generated_at: str
+    suite: str,
+    suite_version: str,
+    rows: list[dict[str, Any]],
+    code_version: str,
+    generated_at: str,
+    kind: str | None = None,
 ) -> str:
-    """The leaderboard document as indented JSON text (strict: no NaN / inf)."""
-    doc = {
+    """The leaderboard document as indented JSON text (strict: no NaN / inf); `kind` (the
+    suite's, bench.suite.read.SUITE_KINDS) is written when given: a board without it reads
+    as a paper board (bench.report.board.load.board_kind)."""
+    doc: dict[str, Any] = {
         "suite": suite,
         "suite_version": suite_version,
         "generated_at": generated_at,
         "code_version": code_version,
-        "rows": rows,
     }
+    if kind is not None:
+        doc["kind"] = kind
+    doc["rows"] = rows
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 

@@ -6,7 +6,6 @@ leaderboard.json, so the page never shows a number the JSON does not hold.
 
 from __future__ import annotations
 
-import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,9 @@ from bench.core.hashing import canonical_json, files_digest
 from bench.metrics import METRICS
 from bench.plugin.families import BoardPlot, board_plots
 from bench.plugin.registry import ATTACKS, MECHANISMS
+from bench.report.board.curves import curves_png, plot_data
 from bench.report.board.frontier import chance_levels, frontier_png, frontier_points
+from bench.report.board.heading import board_heading
 from bench.report.board.labels import (
     WORST_CASE,
     attack_labels,
@@ -30,9 +31,10 @@ from bench.report.board.labels import (
     safe_name,
     utility_metric_of,
 )
+from bench.report.board.load import board_kind
 from bench.report.board.overview import task_overview
+from bench.report.board.suite_info import shipped_suite
 from bench.report.reproduce.reproduction import table_view
-from bench.suite.read import suite_dir
 
 TEXT_COLUMNS = ("task", "mechanism", "params", "guarantee", "attack", "seeds")
 # Column order by metric kind: what the mechanism serves, what attacks get, what is proven,
@@ -136,6 +138,7 @@ def _row_view(row: dict[str, Any], labels: dict[tuple[str, str], str]) -> dict[s
 WIDE_PLOTS = frozenset({"reconstructions"})
 CAPTIONS = {
     "": "secondary view: utility against the worst-case attack MSE (log scale)",
+    "curves": "privacy-utility: one curve per mechanism variant, coloured by family",
     "frontier": "privacy-utility frontier",
     "reconstructions": "what each attack recovers at each privacy level (seed 0)",
 }
@@ -218,13 +221,25 @@ def _load_row_components(rows: list[dict[str, Any]]) -> None:
 def task_order(suite: str, tasks: set[str]) -> list[str]:
     """`tasks` in the order the shipped suite file lists them (its author's order: the main
     task first), any it does not list after them, sorted; sorted for a suite not shipped."""
-    path = suite_dir() / f"{suite}.toml"
     try:
-        listed = [t.get("name") for t in tomllib.loads(path.read_text("utf-8")).get("task", [])]
-    except (OSError, tomllib.TOMLDecodeError, AttributeError, TypeError):
+        listed = [t.get("name") for t in shipped_suite(suite).get("task", [])]
+    except (AttributeError, TypeError):
         listed = []
     first = [t for t in dict.fromkeys(listed) if t in tasks]
     return first + sorted(tasks - set(first))
+
+
+def task_overviews(
+    doc: dict[str, Any], utility_metrics: dict[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Each task's summary (bench.report.board.overview.task_overview), in the page's task
+    order."""
+    rows = doc["rows"]
+    tasks = task_order(doc["suite"], {r["task"] for r in rows})
+    return {
+        t: task_overview([r for r in rows if r["task"] == t], (utility_metrics or {}).get(t))
+        for t in tasks
+    }
 
 
 def render_index_html(
@@ -234,21 +249,30 @@ def render_index_html(
     utility_metrics: dict[str, str] | None = None,
     reproductions: list[dict[str, Any]] | None = None,
     inputs_digest: str | None = None,
+    track_plots: dict[str, str] | None = None,
 ) -> str:
-    """The page for a leaderboard document (the dict leaderboard.json holds): the paper
-    reproduction tables (if a reference table names the suite), per task a summary of each
-    setting, then every row in a details section, then plots."""
+    """The page for a leaderboard document (the dict leaderboard.json holds), led by its
+    kind, title and description. A track's page opens, per task, on the ranked bands beside
+    its privacy-utility plot (`track_plots`: task -> the plot's path), then the ranking by
+    claimed guarantee; any other board's on its paper reproduction tables (if a reference
+    table names the suite). Then per task a summary of each setting, every row in a details
+    section, and the plots."""
     rows = doc["rows"]
     _load_row_components(rows)
     labels = attack_labels(rows)
     tasks = task_order(doc["suite"], {r["task"] for r in rows})
     columns = metric_columns(rows)
+    heading = board_heading(doc)
+    shown = set((track_plots or {}).values())
     return (
         template_environment()
         .get_template("leaderboard.html.j2")
         .render(
             report_stamp=report_stamp(),
             inputs_stamp=inputs_stamp(inputs_digest),
+            heading=heading,
+            track=heading.kind == "track",
+            track_plots=track_plots or {},
             suite=doc["suite"],
             suite_version=doc["suite_version"],
             code_version=doc["code_version"],
@@ -260,16 +284,45 @@ def render_index_html(
             metric_columns=columns,
             metric_help={m: _metric_help(m) for m in columns},
             frontiers=frontiers,
-            plots=plots,
+            plots={t: [p for p in found if p["path"] not in shown] for t, found in plots.items()},
             reproductions=[{**d, "view": table_view(d)} for d in reproductions or []],
-            overviews={
-                t: task_overview(
-                    [r for r in rows if r["task"] == t], (utility_metrics or {}).get(t)
-                )
-                for t in tasks
-            },
+            overviews=task_overviews(doc, utility_metrics),
         )
     )
+
+
+CURVES = "curves"  # plots/<task>_curves.png: a track's privacy-utility plot
+
+
+def write_track_plots(
+    out_dir: Path, doc: dict[str, Any], overviews: dict[str, dict[str, Any]]
+) -> dict[str, str]:
+    """plots/<task>_curves.png for each task of a track board with curves to draw
+    (bench.report.board.curves), the page's path of each; a board of another kind gets none
+    and loses any a previous write left."""
+    out: dict[str, str] = {}
+    for task, o in overviews.items():
+        path = out_dir / "plots" / f"{safe_name(task)}_{CURVES}.png"
+        data = None
+        if board_kind(doc) == "track" and o["has_attacks"]:
+            data = plot_data(
+                task,
+                [r for r in doc["rows"] if r["task"] == task],
+                o["shown_utility"],
+                o["score"],
+                utility_words=o["utility_words"],
+                score_words=o["score_words"],
+                chance=o["chance_value"],
+                floor=o["floor"],
+                prior=o["prior"],
+                lower_is_private=not o["lower_is_stronger"],
+            )
+        if data is None or not data.curves:
+            path.unlink(missing_ok=True)
+            continue
+        atomic_write(path, curves_png(data))
+        out[task] = f"plots/{path.name}"
+    return out
 
 
 def write_index_html(
@@ -286,10 +339,15 @@ def write_index_html(
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     family = {p.suffix: p for p in board_plots(r["mechanism"] for r in doc["rows"])}
     frontiers = write_frontier_plots(out_dir, doc["rows"], utility_metrics)
+    _load_row_components(doc["rows"])
+    track_plots = write_track_plots(out_dir, doc, task_overviews(doc, utility_metrics))
     tasks = sorted({r["task"] for r in doc["rows"]})
     plots = {task: _task_plots(out_dir, task, family) for task in tasks}
-    html = render_index_html(doc, frontiers, plots, utility_metrics, reproductions, inputs_digest)
+    html = render_index_html(
+        doc, frontiers, plots, utility_metrics, reproductions, inputs_digest, track_plots
+    )
     index = out_dir / "index.html"
     atomic_write(index, html.encode("utf-8"))
     frontier_files = [out_dir / "plots" / f"{safe_name(t)}_frontier.png" for t in frontiers]
-    return [*frontier_files, index]
+    track_files = [out_dir / path for path in track_plots.values()]
+    return [*frontier_files, *track_files, index]

@@ -68,13 +68,17 @@ def membership_claim(guarantee: dict[str, Any]) -> str:
     bounds the answers for one training set against it minus one record, no game over a
     population; label DP protects labels; "none" claims nothing;
     bench.metrics.membership.dp_membership_bound)."""
+    notion = guarantee.get("notion", UNPROTECTED)
+    try:
+        spec = notion_spec(notion)
+    except BenchError:
+        return "measured, no claim"
     if dp_membership_bound(guarantee) is not None:
-        return "held against the DP ceiling"
-    notion = guarantee.get("notion", "none")
-    if notion == "idp":
-        return "measured, not a test of the iDP claim"
-    if notion == "dp":
-        return "measured, no ceiling: label DP"
+        return f"held against the {spec.words} ceiling"
+    if spec.membership_ceiling:  # DP over something other than records: training labels
+        return f"measured, no ceiling: label {spec.words}"
+    if spec.neighbours == "training set":  # a claim about one training set, no population
+        return f"measured, not a test of the {spec.words} claim"
     return "measured, no claim"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench.core.hashing import canonical_json
+from bench.report.board.heading import board_heading
 from bench.report.board.labels import (
     COST_METRICS,
     MIA_METRICS,
@@ -130,12 +131,29 @@ def leaderboard_markdown(
     generated_at: str,
     utility_metrics: dict[str, str] | None = None,
     sentences: dict[str, list[SentenceExample]] | None = None,
+    kind: str | None = None,
 ) -> str:
-    """A reviewer-facing view: per task one table of mechanisms with CIs and seed counts,
+    """A reviewer-facing view, led by the board's title, kind and suite description
+    (bench.report.board.heading): per task one table of mechanisms with CIs and seed counts,
     and for text tasks a few sentences as each attack reconstructed them (seed 0)."""
+    heading = board_heading({"suite": suite, "rows": rows, "kind": kind})
+    papers = " and ".join(
+        f"[{p.title}]({p.url})" + (f" ({p.year})" if p.year else "") for p in heading.papers
+    )
+    kind_line = heading.kind_line
+    if papers and heading.kind == "paper":
+        kind_line = f"Reproduces {papers}: {kind_line}"
     lines = [
-        f"# Leaderboard: {suite} (version {suite_version})",
+        f"# {heading.title}",
         "",
+        f"**{heading.kind_words}.** {kind_line}",
+        *(
+            ["", heading.lead + (f" {heading.rest}" if heading.rest else "")]
+            if heading.lead
+            else []
+        ),
+        "",
+        f"Suite {suite}, version {suite_version}. "
         f"Generated {generated_at} from code {code_version}. Every cell is the mean over "
         "seeds with a 95% bootstrap confidence interval `value [lo, hi]`. Attack error "
         "(mse) higher = more private; psnr / ssim lower = more private. "

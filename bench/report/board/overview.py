@@ -10,7 +10,7 @@ from typing import Any
 from bench.core.hashing import canonical_json
 from bench.metrics.membership import MIA_CEILING, dp_membership_bound
 from bench.plugin.notions import known_notion, notion_spec
-from bench.report.board.audit_power import inconclusive
+from bench.report.board.audit_power import audit_verdict, inconclusive
 from bench.report.board.frontier import attack_score_of
 from bench.report.board.labels import (
     WORST_CASE,
@@ -29,7 +29,14 @@ from bench.report.board.labels import (
     utility_metric_of,
     varying_params,
 )
-from bench.report.board.ranking import ranked_views
+from bench.report.board.ranking import (
+    UTILITY_FLOOR_SHARE,
+    band_rule,
+    claim_view,
+    claim_words,
+    ranked_views,
+    utility_floor,
+)
 
 SCORE_WORDS = {
     "ssim": "SSIM",
@@ -39,6 +46,37 @@ SCORE_WORDS = {
     "mse": "MSE",
     "mia_auc": "membership AUC",
 }
+# The suffix of a metric scored on every query, a refused one (⊥) answered by the prior
+# guess (attacks) or the training split's majority class (utility): the one scoring rule.
+ALL_QUERIES = "_all"
+
+
+def one_rule_utility(rows: list[dict[str, Any]], utility: str | None) -> str | None:
+    """The utility metric settings are shown and ranked by: `utility` scored on every query
+    ("<utility>_all") where the task's utility rows carry it, else `utility` itself."""
+    if utility is None:
+        return None
+    every = f"{utility}{ALL_QUERIES}"
+    held = any(every in r["metrics"] for r in rows if r["attack"] is None)
+    return every if held else utility
+
+
+def utility_words(name: str) -> str:
+    """A utility metric as a column header: "accuracy", "accuracy (all queries)"."""
+    base = name.removesuffix(ALL_QUERIES)
+    return f"{base} (all queries)" if base != name else name
+
+
+def _mse_share(worst: dict[str, Any] | None, prior: dict[str, Any] | None) -> str:
+    """The strongest attack's MSE as a share of the prior guess's, e.g. "MSE 0.83 × the
+    prior guess's" (on every query where the row has it), "" without both."""
+    if worst is None or prior is None or float(prior["value"]) <= 0:
+        return ""
+    held = score_name_in(worst["metrics"], f"mse{ALL_QUERIES}")
+    if held is None:
+        return ""
+    share = float(worst["metrics"][held]["value"]) / float(prior["value"])
+    return f"MSE {share:.2g} × the prior guess's"
 
 
 def _audit_power(metrics: dict[str, Any], guarantee: dict[str, Any] | None = None) -> str:
@@ -79,12 +117,15 @@ def _membership_cells(worst: dict[str, Any] | None, rows: Any) -> dict[str, Any]
     }
 
 
-def _label_only(rows: list[dict[str, Any]]) -> bool:
-    """Whether a task's settings all release labels: claims over training sets (iDP, DP),
-    beside the unprotected label (no distance). No reconstruction attack applies to them."""
-    distances = [(r.get("guarantee") or {}).get("distance") for r in rows]
-    claimed = [d for d in distances if d]
-    return bool(claimed) and all(str(d).startswith("training") for d in claimed)
+def _training_set_claims(rows: list[dict[str, Any]]) -> bool:
+    """Whether every claim of a task's settings is over training sets (what two neighbours
+    differ in, NotionSpec.neighbours), beside the unprotected reference: such settings
+    release answers of a model trained on private records, with no encoder to invert, so no
+    reconstruction attack applies to them."""
+    notions = {(r.get("guarantee") or {}).get("notion") for r in rows}
+    specs = [notion_spec(n) for n in notions if known_notion(n)]
+    claimed = [spec for spec in specs if spec.claims_privacy]
+    return bool(claimed) and all(spec.neighbours == "training set" for spec in claimed)
 
 
 def _cell(metric: dict[str, Any] | None) -> dict[str, str] | None:
@@ -145,7 +186,9 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
     """One task's summary table: its utility metric, the attack score and a line per
     (mechanism, params) in leaderboard order."""
     utility = utility or utility_metric_of(rows)
+    one_rule = one_rule_utility(rows, utility)
     score = attack_score_of(rows) or "mse"
+    mse_prior = task_prior_baseline(rows, f"mse{ALL_QUERIES}") if score != "mse" else None
     # An attack run with several parameter sets (tv tuned and fixed) is one row per set,
     # each under its own label, so that none hides another.
     labels = attack_labels(rows)
@@ -172,6 +215,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         varying = varies.get(entry["mechanism"], set())
         shown = {k: v for k, v in entry["params"].items() if k in varying}
         metrics = util_row["metrics"] if util_row else {}
+        shown_in = score_name_in(metrics, one_rule) if one_rule else None
         held = score_name_in(worst["metrics"], score) if worst else None
         any_row = util_row or worst or next(iter(entry["rows"].values()))
         weakest = _weakest_validity_row(entry["rows"].values())
@@ -187,12 +231,15 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 "all_params": params_text(entry["params"]),
                 "guarantee": describe_guarantee(any_row.get("guarantee") or {}),
                 "claim": any_row.get("guarantee") or {},
-                "utility": _cell(metrics.get(utility)) if utility else None,
+                "claim_words": claim_words(any_row.get("guarantee")),
+                "utility": _cell(metrics.get(shown_in)) if shown_in else None,
                 "attack": _cell(worst["metrics"].get(held)) if worst and held else None,
                 "attack_by": (worst.get("sources") or {}).get(held, "") if worst and held else "",
+                "mse_share": _mse_share(worst, mse_prior),
                 **_membership_cells(worst, entry["rows"].values()),
                 "audit": _cell(metrics.get("eps_audit_lb")),
                 "audit_power": _audit_power(metrics, util_row and util_row.get("guarantee")),
+                "audit_verdict": audit_verdict(util_row),
                 "validity": _cell(weakest["metrics"]["bound_validity"] if weakest else None),
                 "validity_basis": weakest_bound.get("basis", ""),
                 "validity_why": weakest_bound.get("why", ""),
@@ -211,7 +258,7 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
                 ],
                 "paper": any_row.get("paper") or "",
                 "docs": any_row.get("docs") or "",
-                "at_chance": at_chance(util_row, utility),
+                "at_chance": at_chance(util_row, shown_in),
                 "chance_reason": (util_row or {}).get("at_chance_reason", ""),
                 "constant": bool(util_row and util_row.get("constant_predictor")),
                 "alternative_scoring": alternative_scoring(entry["params"]),
@@ -231,21 +278,37 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
     chance = _chance_line(rows, score)
     prior = (chance or {}).get("attack")
     has_attacks = any(r["attack"] == WORST_CASE for r in rows)
+    reference = _reference(lines)
+    chance_value = task_chance(rows)
+    floor = utility_floor(chance_value, reference[0] if reference else None)
+    ranked = ranked_views(
+        lines,
+        score,
+        float(prior["value"]) if prior else None,
+        has_attacks,
+        SCORE_WORDS.get(score, score),
+        floor,
+    )
     return {
         "chance": chance,
-        "ranked": ranked_views(
-            lines,
-            score,
-            float(prior["value"]) if prior else None,
-            has_attacks,
-            SCORE_WORDS.get(score, score),
+        "ranked": ranked,
+        "empirical": [band for band in ranked if band["kind"] == "attack"],
+        "claims": claim_view(lines, floor) if ranked else [],
+        "floor": floor,
+        "chance_value": chance_value,
+        "shown_utility": one_rule or "utility",
+        "floor_rule": _floor_rule(chance_value, reference, floor),
+        "band_rule": band_rule(
+            score, float(prior["value"]) if prior else None, SCORE_WORDS.get(score, score)
         ),
+        "prior": float(prior["value"]) if prior else None,
+        "utility_words": utility_words(one_rule or "utility"),
         "utility": utility or "utility",
         "score": score,
         "score_words": SCORE_WORDS.get(score, score),
         "lower_is_stronger": score == "mse",
         "has_attacks": has_attacks,
-        "label_only": _label_only(rows),
+        "training_set_claims": _training_set_claims(rows),
         "mia_records": _mia_records(rows),
         "has_audit": any(line["audit"] for line in lines),
         "has_validity": any(line["validity"] for line in lines),
@@ -260,6 +323,34 @@ def task_overview(rows: list[dict[str, Any]], utility: str | None) -> dict[str, 
         ),
         "lines": lines,
     }
+
+
+def _reference(lines: list[dict[str, Any]]) -> tuple[float, str] | None:
+    """The unprotected reference's utility on the task (the best setting that claims
+    nothing, NotionSpec.claims_privacy: the identity, plain labels) and its mechanism."""
+    found = [
+        (float(line["utility"]["value"]), line["mechanism"])
+        for line in lines
+        if line["utility"] is not None
+        and known_notion(line["claim"].get("notion"))
+        and not notion_spec(line["claim"].get("notion")).claims_privacy
+    ]
+    return max(found) if found else None
+
+
+def _floor_rule(
+    chance: float | None, reference: tuple[float, str] | None, floor: float | None
+) -> str:
+    """The utility floor in words, with its numbers, for the page."""
+    if floor is None:
+        return ""
+    if reference is None or reference[0] <= chance:  # type: ignore[operator]
+        return f"above chance ({floor:.3g}): the task has no unprotected reference above it"
+    value, mechanism = reference
+    return (
+        f"above chance {chance:.3g} + {UTILITY_FLOOR_SHARE:g} × (the unprotected "
+        f"{mechanism}'s {value:.3g} − chance) = {floor:.3g}"
+    )
 
 
 def _mia_records(rows: list[dict[str, Any]]) -> int | None:

@@ -20,6 +20,8 @@ from bench.metrics.membership import (
     dp_membership_bound,
 )
 from bench.metrics.stats import aggregate_seeds
+from bench.plugin.families import load_families
+from bench.plugin.notions import known_notion, notion_spec
 from bench.report.board.labels import (
     WORST_CASE,
     attack_label_of,
@@ -135,15 +137,16 @@ def flag_unreliable(rows: list[Row]) -> None:
     above the declared eps at 95% confidence), for a DP claim over training records a
     membership-inference attack above the ceiling that claim puts on the game
     (bench.metrics.membership.dp_membership_bound), for an iDP claim its own definition
-    failing on a probed record (`_idp_definition_broken`), or a mechanism that declares the
+    failing on a probed record (`_own_definition_broken`), or a mechanism that declares the
     claim void (guarantee `not_private`): `unreliable` true with the reason(s). An iDP or
     label-DP claim is never held to the membership ceiling: the attacks measure such a row
     without testing its claim (bench.report.board.labels.membership_claim says so on the
     page). All numbers here are re-executed by bench (`source`), none copied from papers."""
+    load_families(row["mechanism"] for row in rows)  # the notions their families register
     refuted: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for row in rows:
         key = (row["task"], row["mechanism"], canonical_json(row["params"]))
-        for reason in (_audit_refutes(row), _ceiling_beaten(row), _idp_definition_broken(row)):
+        for reason in (_audit_refutes(row), _ceiling_beaten(row), _own_definition_broken(row)):
             if reason and reason not in refuted[key]:
                 refuted[key].append(reason)
     for row in rows:
@@ -165,20 +168,28 @@ def _audit_refutes(row: dict[str, Any]) -> str | None:
     return None
 
 
-def _idp_definition_broken(row: dict[str, Any]) -> str | None:
-    """An iDP claim checked against its own definition: the certificate's probe
-    (`bound_validity`, on the utility row) found a record of the domain the certificate
-    covers that is answered without noise although a network trained on the training set
-    minus one record labels it otherwise, so the answers for D and for D minus that record
-    differ for sure. An exact certificate is broken by one such record."""
+def _own_definition_broken(row: dict[str, Any]) -> str | None:
+    """A claim over one training set with an exact certificate (an iDP claim: neighbours
+    "training set", its notion registering no membership ceiling and no false-alarm rate)
+    checked against its own definition: the certificate's probe (`bound_validity`, on the
+    utility row) found a record of the domain the certificate covers that is answered
+    without noise although a network trained on the training set minus one record labels it
+    otherwise, so the answers for D and for D minus that record differ for sure. An exact
+    certificate is broken by one such record."""
     validity = row["metrics"].get("bound_validity")
-    if row["guarantee"].get("notion") != "idp" or validity is None:
+    notion = row["guarantee"].get("notion")
+    if validity is None or not known_notion(notion):
+        return None
+    spec = notion_spec(notion)
+    exact = spec.bound_false_alarm is None and not spec.membership_ceiling
+    if spec.neighbours != "training set" or not exact:
         return None
     if float(validity["value"]) >= 1.0:
         return None
     share = 1.0 - float(validity["value"])
     return (
-        f"iDP definition check: {share:.3g} of {int(validity.get('n', 0)):,} probed records "
+        f"{spec.words} definition check: {share:.3g} of {int(validity.get('n', 0)):,} "
+        "probed records "
         "answered without noise where a network trained without one training record "
         "answers otherwise"
     )

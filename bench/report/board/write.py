@@ -15,7 +15,7 @@ from bench.core.fsutil import atomic_write, atomic_write_text
 from bench.plugin.families import load_families, write_board_plots
 from bench.plugin.registry import TASKS
 from bench.report.board.formats import leaderboard_csv, leaderboard_json
-from bench.report.board.html import inputs_stamp, report_stamp, write_index_html
+from bench.report.board.html import CURVES, inputs_stamp, report_stamp, write_index_html
 from bench.report.board.labels import (
     flag_rows,
     row_sort_key,
@@ -23,9 +23,11 @@ from bench.report.board.labels import (
     safe_name,
     utility_metric_of,
 )
+from bench.report.board.load import board_kind
 from bench.report.board.markdown import SENTENCES_HEADING, SentenceExample, leaderboard_markdown
 from bench.report.board.plots import privacy_utility_png, reconstruction_grid_png
 from bench.report.board.rows import flag_unreliable
+from bench.report.board.suite_info import declared_kind
 from bench.report.reproduce.reproduction import (
     reproduction_json,
     reproduction_markdown,
@@ -45,6 +47,7 @@ def write_leaderboard(
     examples: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] | None = None,
     sentences: dict[str, list[SentenceExample]] | None = None,
     inputs_digest: str | None = None,
+    kind: str | None = None,
 ) -> list[Path]:
     """Write leaderboard.{json,csv,md}, plots/<task>.png and plots/<task>_frontier.png under
     `out_dir`, atomically, plus plots/<task>_reconstructions.png for tasks with `examples`
@@ -58,14 +61,16 @@ def write_leaderboard(
     row (`shows_inputs`).
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
-    `utility_metrics` maps task -> its utility metric; otherwise it is inferred.
+    `utility_metrics` maps task -> its utility metric; otherwise it is inferred. `kind` (the
+    suite's: track, paper or study) goes into leaderboard.json and decides the page's layout;
+    None writes no kind (the board reads as a paper board).
     """
     out_dir = Path(out_dir)
     (out_dir / "plots").mkdir(parents=True, exist_ok=True)
     load_families(r["mechanism"] for r in rows)  # what their families add (plots, levels)
     stamp = generated_at or datetime.now(UTC).isoformat(timespec="seconds")
     rows = _prepared(rows, utility_metrics)
-    board = leaderboard_json(suite, suite_version, rows, code_version, stamp)
+    board = leaderboard_json(suite, suite_version, rows, code_version, stamp, kind)
     doc = json.loads(board)
     # From the rows as published (rounded): `bench reproduce` on the committed JSON agrees.
     reproductions = suite_reproductions(suite, doc["rows"])
@@ -75,7 +80,14 @@ def write_leaderboard(
         atomic_write_text(
             out_dir / "leaderboard.md",
             leaderboard_markdown(
-                suite, suite_version, rows, code_version, stamp, utility_metrics, sentences
+                suite,
+                suite_version,
+                rows,
+                code_version,
+                stamp,
+                utility_metrics,
+                sentences,
+                kind=board_kind(doc),
             ),
         ),
     ]
@@ -104,10 +116,11 @@ def _drop_stale_plots(out_dir: Path, written: list[Path], keep_grids: bool) -> N
     """Remove plots a previous write left that this one did not draw (a plot now judged
     empty, a sweep now too short), so the page never shows one; reconstruction grids are
     kept when this write has no examples to draw them from (a refresh). Frontier plots are
-    the page writer's own (`write_frontier_plots`)."""
+    the page writer's own (`write_frontier_plots`), and so are a track's curves
+    (`write_track_plots`)."""
     drawn = {Path(p).name for p in written}
     for png in (out_dir / "plots").glob("*.png"):
-        own = not png.stem.endswith("_frontier") and not (
+        own = not png.stem.endswith(("_frontier", f"_{CURVES}")) and not (
             keep_grids and png.stem.endswith("_reconstructions")
         )
         if own and png.name not in drawn:
@@ -146,7 +159,8 @@ def refresh_board(out_dir: Path) -> list[Path]:
     the task and paper plots, reproduction.{md,json} and the page. Values, generation time
     and code version stay as they are; what only the store has is kept as it is:
     reconstruction grids, and the Markdown of a board that shows reconstructed sentences
-    (text tasks)."""
+    (text tasks). The board's kind is its JSON's, else the one its shipped suite file now
+    declares (none: the JSON stays without one)."""
     out_dir = Path(out_dir)
     json_path = out_dir / "leaderboard.json"
     if not json_path.is_file():
@@ -166,6 +180,7 @@ def refresh_board(out_dir: Path) -> list[Path]:
         code_version=doc["code_version"],
         generated_at=doc["generated_at"],
         utility_metrics=declared_utility_metrics({r["task"] for r in rows}),
+        kind=doc.get("kind") or declared_kind(doc["suite"]),
     )
     if SENTENCES_HEADING in kept_md:
         atomic_write_text(md_path, kept_md)
@@ -238,6 +253,7 @@ def leaderboard_is_current(
     code_version: str,
     generated_at: str,
     utility_metrics: dict[str, str] | None = None,
+    kind: str | None = None,
 ) -> bool:
     """Whether `out_dir` already holds exactly what `write_leaderboard` would write: the same
     leaderboard.json text and a page rendered by this report code. A rerun with nothing new
@@ -246,7 +262,7 @@ def leaderboard_is_current(
     if not (json_path.is_file() and page.is_file()):
         return False
     rows = _prepared(rows, utility_metrics)
-    text = leaderboard_json(suite, suite_version, rows, code_version, generated_at)
+    text = leaderboard_json(suite, suite_version, rows, code_version, generated_at, kind)
     reproductions = suite_reproductions(suite, json.loads(text)["rows"])
     repro_path = Path(out_dir) / "reproduction.json"
     repro_current = (

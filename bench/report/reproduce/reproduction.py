@@ -154,6 +154,15 @@ class Reference:
     headlines: tuple[Headline, ...] = ()
     comparisons: tuple[Comparison, ...] = ()
     attributions: tuple[Attribution, ...] = ()
+    short: str = ""  # how a page names the paper in a title ("Posthoc privacy")
+    year: int | None = None  # its year of publication
+
+    @property
+    def name(self) -> str:
+        """The paper as a page title names it: its short title and year, e.g. "Posthoc
+        privacy (2023)"; the full title where the table gives no short one."""
+        name = self.short or self.title
+        return f"{name} ({self.year})" if self.year else name
 
     def suites(self) -> list[str]:
         """The suites whose leaderboards answer some cell or comparison, in first-mention
@@ -191,6 +200,11 @@ def parse_reference(text: str, where: str) -> Reference:
         isinstance(head.get(k), str) for k in ("id", "title", "url")
     ):
         raise ConfigError(f"{where}: needs a [paper] table with id, title and url")
+    year = head.get("year")
+    if year is not None and (not isinstance(year, int) or isinstance(year, bool)):
+        raise ConfigError(f"{where}: [paper] year must be an integer, got {year!r}")
+    if not isinstance(head.get("short", ""), str):
+        raise ConfigError(f"{where}: [paper] short must be a string")
     cells: list[Cell] = []
     seen: set[str] = set()
     for i, raw in enumerate(data.get("cell", [])):
@@ -232,6 +246,8 @@ def parse_reference(text: str, where: str) -> Reference:
         headlines,
         comparisons,
         attributions,
+        short=head.get("short", ""),
+        year=year,
     )
 
 

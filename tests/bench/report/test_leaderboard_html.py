@@ -208,15 +208,19 @@ def test_a_task_with_one_setting_names_no_most_useful_setting() -> None:
 def test_the_page_lists_tasks_in_the_suite_files_order() -> None:
     from bench.report.board.html import task_order
 
-    # default.toml lists mnist before fmnist and faces: the main task opens the page.
-    assert task_order("default", {"faces", "fmnist", "mnist", "spam"}) == [
-        "mnist",
+    # default-full.toml lists fmnist before mnist and faces: the main task opens the page.
+    assert task_order("default-full", {"faces", "fmnist", "mnist", "spam"}) == [
         "fmnist",
+        "mnist",
         "faces",
         "spam",
     ]
     # Tasks the file does not list come after, sorted; a suite not shipped: sorted.
-    assert task_order("default", {"mnist", "cifar10", "adult"}) == ["mnist", "adult", "cifar10"]
+    assert task_order("default-full", {"mnist", "cifar10", "adult"}) == [
+        "mnist",
+        "adult",
+        "cifar10",
+    ]
     assert task_order("my-own-suite", {"b", "a"}) == ["a", "b"]
 
 
@@ -246,8 +250,11 @@ def test_a_setting_at_chance_is_flagged_and_never_on_the_frontier_or_best() -> N
     assert at_chance == {"a": False, "ldp": True}
     assert overview["chance"]["utility"] == "0.1"
     assert overview["chance"]["attack"]["text"] == "0.03"
+    # Bands anchored at the prior guess's 0.03: only ldp is at the prior guess (SSIM at most
+    # 0.03 + 0.05 x 0.97), and it serves nothing.
     bands = _leaders(overview)
-    assert bands["attack SSIM ≤ 0.2"] is None  # only ldp reaches SSIM <= 0.2; it serves nothing
+    assert bands["attack SSIM ≤ 0.0785"] is None
+    assert overview["empirical"][0]["anchor"] == "at the prior guess"
     # Scored over all queries (abstentions get the prior guess), the same baseline applies.
     for row in rows:
         if row["attack"] == WORST_CASE:

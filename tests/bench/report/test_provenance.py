@@ -137,7 +137,7 @@ def test_written_leaderboard_rows_carry_provenance(tmp_path: Path) -> None:
             store.write(job, {"accuracy": scalar(0.8), "fit_s": scalar(1.0)}, {"notion": "ip"}, 1.0)
         for job in attacks:
             store.write(job, {"mse": scalar(0.05)}, {"notion": "ip"}, 1.0)
-        suite = SimpleNamespace(name="prov", version="7", tasks=[])
+        suite = SimpleNamespace(name="prov", version="7", tasks=[], kind="paper")
         paths = write_suite_leaderboard(suite, utility + attacks, store, tmp_path / "board")
     finally:
         store.close()

@@ -62,3 +62,11 @@ def test_the_schema_allows_every_environment_field_rows_record() -> None:
     environment = defs["row"]["properties"]["environment"]["properties"]
     assert set(ENVIRONMENT_KEYS) == set(environment)
     assert set(ENVIRONMENT_KEYS) <= set(machine_info()) | {"cpu_model", "cpu_features"}
+
+
+def test_the_schema_allows_the_three_board_kinds_and_no_other() -> None:
+    doc = {k: v for k, v in json.loads(COMMITTED[0].read_text()).items() if k != "kind"}
+    assert _validator().is_valid(doc)  # a board written before boards said: a paper board
+    for kind in ("track", "paper", "study"):
+        assert _validator().is_valid({**doc, "kind": kind})
+    assert not _validator().is_valid({**doc, "kind": "benchmark"})

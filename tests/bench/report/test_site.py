@@ -85,9 +85,14 @@ def test_the_committed_index_is_current_and_links_every_committed_suite() -> Non
         "leaderboards/index.html is stale: run `bench leaderboard --all`"
     )
     suites = sorted(p.parent.name for p in COMMITTED.glob("*/leaderboard.json"))
-    links = re.findall(r'<td class="suite"><a href="([^"]+)">', committed)
+    # Every committed board is linked once, from its section (tracks, papers, other boards).
+    links = [
+        link
+        for link in re.findall(r'<a class="board" href="([^"]+)">', committed)
+        if not link.startswith("../")  # a study's boards live beside leaderboards/
+    ]
     assert sorted(link.split("/")[0] for link in links) == suites
-    assert all((COMMITTED / link).is_file() for link in links)
+    assert all((COMMITTED / link.split("#")[0]).is_file() for link in links)
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (make test installs it)")
@@ -169,3 +174,54 @@ def test_the_index_counts_each_suites_paper_verdicts(tmp_path: Path) -> None:
     assert alpha.reproduction == {"reproduced": 4, "not run": 2} and beta.reproduction == {}
     html = render_site_index(tmp_path, {})
     assert 'href="alpha/index.html#reproduction-p">4 reproduced<br>2 not run</a>' in html
+
+
+def test_the_index_opens_on_the_tracks_then_the_papers_then_everything_else(
+    tmp_path: Path,
+) -> None:
+    """A track board in the first section with its top settings per band, a suite a paper's
+    reference table names in the papers' section (one line per paper), any other board and
+    the studies under studies/ last; each board linked once."""
+    root, studies = tmp_path / "leaderboards", tmp_path / "studies"
+    rows = build_rows(_results())
+    write_leaderboard(
+        "track-fmnist", "1", rows, root / "track-fmnist", code_version="c+1", generated_at=STAMP,
+        kind="track",
+    )  # fmt: skip
+    for suite in ("ip-fmnist", "alpha"):
+        write_leaderboard(suite, "1", rows, root / suite, code_version="c+1", generated_at=STAMP)
+    study = studies / "why-lower"
+    write_leaderboard(
+        "why-lower-a", "1", rows, study / "boards" / "a", code_version="c+1", generated_at=STAMP
+    )
+    (study / "README.md").write_text("# Study: why a number is lower\n\nDated 2026-12-01.\n")
+    html = render_site_index(root, {}, studies=studies)
+    tracks, papers, other = (
+        html.index(f'<section id="{s}">') for s in ("tracks", "papers", "other")
+    )
+    assert tracks < papers < other
+
+    def section_of(link: str) -> str:
+        at = html.index(f'href="{link}"')
+        return "tracks" if at < papers else "papers" if at < other else "other"
+
+    assert section_of("track-fmnist/index.html") == "tracks"
+    assert section_of("ip-fmnist/index.html#reproduction-ip") == "papers"
+    assert section_of("alpha/index.html") == "other"
+    assert section_of("../studies/why-lower/boards/a/index.html") == "other"
+    assert "why a number is lower" in html[other:]
+    boards = re.findall(r'<a class="board" href="([^"]+)">', html)
+    assert len(boards) == len(set(boards)) == 4
+    # The track's compact table: the top settings per band with their claim and audit.
+    track = html[tracks:papers]
+    assert '<h3><a class="board" href="track-fmnist/index.html">Fashion-MNIST track</a>' in track
+    assert 'class="track-top"' in track and "IP (ε=1, δ=1e-05, r=0.1) over l2/input" in track
+    assert "not audited" in track
+    # One line per paper with a reference table, its suites beneath it.
+    lines = re.findall(r'<tr data-paper="([^"]+)">', html)
+    assert lines == ["dfil", "ip", "lucid", "posthoc"]
+    assert "Inference Privacy (2024)" in html[papers:other]
+    # Shipped tracks with no committed board are named as not run yet.
+    assert "Tracks not run yet:" in track and "(<code>track-mnist</code>)" in track
+    # Without a studies folder the last section lists the boards alone.
+    assert 'id="studies"' not in render_site_index(root, {}, studies=tmp_path / "none")
