@@ -609,9 +609,30 @@ def guarantee_text(guarantee: Any) -> str:
     return f'Guarantee("{guarantee.notion}", {{{params}}}, {distance})'
 
 
-def notions_table() -> list[str]:
-    from bench.plugin.notions import notions
+def project_notions() -> list[Any]:
+    """The notions bench's own code registers (bench.plugin.notions and the in-tree families'
+    hooks), read from the source: a notion a plug-in or a test registered in this process is
+    not bench's."""
+    from bench.plugin.notions import UNPROTECTED, notions
 
+    names = set()
+    for package in ("bench", "mechanisms"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (
+                    isinstance(node, ast.Call)
+                    and ast.unparse(node.func) == "NotionSpec"
+                    and node.args
+                ):
+                    first = node.args[0]
+                    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                        names.add(first.value)
+                    elif isinstance(first, ast.Name) and first.id == "UNPROTECTED":
+                        names.add(UNPROTECTED)
+    return [spec for spec in notions() if spec.name in names]
+
+
+def notions_table() -> list[str]:
     mechanisms = declared()
     rows = [
         "| notion | reads as | level | neighbours | audited by | bound rows "
@@ -619,7 +640,7 @@ def notions_table() -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     examples = []
-    for spec in notions():
+    for spec in project_notions():
         mine = [m for m in mechanisms if m.guarantee.notion == spec.name]
         direction = "higher is stronger" if spec.level.higher_is_stronger else "lower is stronger"
         level = f"`{spec.level.param}` ({spec.level.symbol}, {direction})"
