@@ -1,8 +1,8 @@
 """User-facing text speaks of the project, not of how it was built: papers by title and
 year, runs by suite version and date. The README, the changelog, the docs, the reproduction
-READMEs, the suite files and the report templates must not carry internal milestone names ("stop 42"),
-tracker numbers ("issue 6") or the names of the papers' local copies ("seed 003",
-"seed paper"). A file name a reader clicks is user-facing too: record files under docs/
+READMEs, the suite files and the report templates must not carry internal milestone names
+("stop 42"), tracker numbers ("issue 6") or the names of the papers' local copies ("seed
+003", "seed paper"). A file name a reader clicks is user-facing too: record files under docs/
 are named by the date they were first committed (profile-ip-fmnist-2026-11-27.txt).
 """
 
