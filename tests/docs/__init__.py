@@ -1,6 +1,7 @@
 """Tests of the docs: quoted numbers come from committed files, pages match their Markdown."""
 
 import importlib.util
+import sys
 from types import ModuleType
 
 from tests.conftest import ROOT
@@ -12,6 +13,7 @@ def doc_script(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as an import does: dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

@@ -1,8 +1,8 @@
 """User-facing text speaks of the project, not of how it was built: papers by title and
-year, runs by suite version and date. The README, the docs, the reproduction READMEs, the
-suite files and the report templates must not carry internal milestone names ("stop 42"),
-tracker numbers ("issue 6") or the names of the papers' local copies ("seed 003",
-"seed paper"). A file name a reader clicks is user-facing too: record files under docs/
+year, runs by suite version and date. The README, the changelog, the docs, the reproduction
+READMEs, the suite files and the report templates must not carry internal milestone names
+("stop 42"), tracker numbers ("issue 6") or the names of the papers' local copies ("seed
+003", "seed paper"). A file name a reader clicks is user-facing too: record files under docs/
 are named by the date they were first committed (profile-ip-fmnist-2026-11-27.txt).
 """
 
@@ -29,7 +29,8 @@ MILESTONE_IN_PATH = re.compile(r"stop\d", re.I)
 
 def user_facing_files(root: Path) -> list[Path]:
     """The files a reader of the project sees as prose: no generated pages, no code."""
-    files = [root / "README.md", root / "CONTRIBUTING.md", root / "datasets" / "README.md"]
+    files = [root / "README.md", root / "CONTRIBUTING.md", root / "CHANGELOG.md"]
+    files += [root / "datasets" / "README.md"]
     files += [root / "tests" / "README.md"]
     files += sorted((root / "docs").glob("*.md"))
     files += sorted((root / "docs" / "reproductions").glob("**/README.md"))

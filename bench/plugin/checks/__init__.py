@@ -619,6 +619,12 @@ CHECKS: tuple[Callable[[MechanismUnderTest], str], ...] = (
 
 # ----------------------------------------------------------------------------- pytest
 
+# What a user without pytest is told: `pip install bench-privacy` does not bring it.
+PYTEST_MISSING = (
+    "parametrize_with_checks needs pytest, which bench does not install: "
+    "pip install 'bench-privacy[test]' (or pip install pytest)"
+)
+
 MechanismSpec = str | type | tuple[str | type, dict[str, Any]] | MechanismUnderTest
 
 
@@ -640,7 +646,10 @@ def parametrize_with_checks(mechanisms: Iterable[MechanismSpec], **options: Any)
     """pytest.mark.parametrize over (mechanism, check): one test per check per mechanism,
     id "<label>-<check name>", declared expected failures marked xfail with their reason.
     `options` are MechanismUnderTest fields (seed, audit_options, budgets, ...)."""
-    import pytest
+    try:
+        import pytest
+    except ImportError as exc:  # bench's own dependencies do not include pytest
+        raise ImportError(PYTEST_MISSING) from exc
 
     params = []
     for spec in mechanisms:
