@@ -69,12 +69,16 @@ def parse_attribution(raw: Any, where: str) -> Attribution:
 
 
 def board_rows(root: Path, boards: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
-    """The committed rows of each board under `root` that has a leaderboard.json."""
+    """The committed rows of each board that has a leaderboard.json: a board's name is its
+    directory under `root` (the committed leaderboards), a path (a study's board, e.g.
+    studies/<study>/boards/<name>) is taken from the project root beside `root`. Rows are
+    keyed by the board's own name."""
     out = {}
     for board in boards:
-        path = Path(root) / board / "leaderboard.json"
+        folder = Path(root).parent / board if "/" in board else Path(root) / board
+        path = folder / "leaderboard.json"
         if path.is_file():
-            out[board] = json.loads(path.read_text())["rows"]
+            out[Path(board).name] = json.loads(path.read_text())["rows"]
     return out
 
 
@@ -135,7 +139,7 @@ def attribution_line(
             used.update(board for board, _ in reaching)
     if not reached:
         return None
-    names = ", ".join(b for b in attr.boards if b in used)
+    names = ", ".join(Path(b).name for b in attr.boards if Path(b).name in used)
     text = (
         f"Where bench's rows reach the paper's {attr.source} values on this task, they are "
         f"releases whose privacy claim bench refutes: {reached} of the {len(gaps)} values "
