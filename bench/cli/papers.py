@@ -9,14 +9,22 @@ from typing import Annotated
 
 import typer
 
-from bench.core.errors import ConfigError
+from bench.core.errors import ConfigError, UnknownNameError, did_you_mean
+
+RootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Where the committed leaderboards live [the checkout's leaderboards/, else the "
+        "boards installed with bench]."
+    ),
+]
 
 
 def reproduce(
-    paper: Annotated[str, typer.Argument(help="Paper id: posthoc, dfil, lucid or ip.")],
-    root: Annotated[Path, typer.Option(help="Where the committed leaderboards live.")] = Path(
-        "leaderboards"
-    ),
+    paper: Annotated[
+        str, typer.Argument(help="Paper id: posthoc, dfil, lucid or ip (bench list papers).")
+    ],
+    root: RootOpt = None,
     docs_page: Annotated[
         Path | None,
         typer.Option("--docs", help="Also rewrite this doc page's reproduction block."),
@@ -32,10 +40,25 @@ def reproduce(
 ) -> None:
     """A paper's headline numbers beside the committed bench rows that answer them, with
     computed verdicts (the table each suite's reproduction.md holds; that file and the page
-    are written with the suite's leaderboard)."""
-    from bench.report.reproduce.reproduction import paper_report, summary_line, total_counts
+    are written with the suite's leaderboard). The first line names the boards read."""
+    from bench.data.locations import boards_root
+    from bench.report.reproduce.reproduction import (
+        known_papers,
+        paper_report,
+        summary_line,
+        total_counts,
+    )
 
-    reference_suites = {d["suite"] for d in paper_report(paper, root) if d["suite"]}
+    papers = known_papers()
+    if paper not in papers:
+        raise UnknownNameError(
+            f"no reference table for paper '{paper}'{did_you_mean(paper, papers)}; known "
+            f"papers: {', '.join(papers)}"
+        )
+    boards = boards_root(root)
+    root = boards.writable("bench reproduce --write") if write else boards.path
+    docs = paper_report(paper, root)  # from leaderboard.json, which --write leaves as it is
+    reference_suites = {d["suite"] for d in docs if d["suite"]}
     if not any((root / s / "leaderboard.json").is_file() for s in reference_suites):
         # Nothing to compare: exit 1 (a missing result, like failed jobs), not "all not run".
         typer.echo(
@@ -44,7 +67,7 @@ def reproduce(
             err=True,
         )
         raise typer.Exit(1)
-    docs = paper_report(paper, root)  # from leaderboard.json, which --write leaves as it is
+    typer.echo(boards.line())
     if write:
         from bench.report.board.write import refresh_reproductions
         from bench.run.publish import refresh_site_index
@@ -83,9 +106,7 @@ def attack_report(
     suite: Annotated[
         str, typer.Option(help="Suite whose committed leaderboard runs both attack sets.")
     ] = "attacks",
-    root: Annotated[Path, typer.Option(help="Where the committed leaderboards live.")] = Path(
-        "leaderboards"
-    ),
+    root: RootOpt = None,
     docs_page: Annotated[
         Path | None,
         typer.Option("--docs", help="Also rewrite this doc page's attack-strength block."),
@@ -93,13 +114,16 @@ def attack_report(
 ) -> None:
     """Which attack is the worst case per mechanism setting, before and after the stronger
     attacks, from a committed leaderboard: writes ROOT/SUITE/attack-strength.{md,json}."""
+    from bench.data.locations import boards_root
     from bench.report.tools.attack_strength import docs_block, replace_docs_block, write_report
 
-    board = root / suite
+    boards = boards_root(root)
+    board = boards.writable("bench attack-report") / suite
     if not (board / "leaderboard.json").is_file():
+        have = sorted(p.parent.name for p in boards.path.glob("*/leaderboard.json"))
         raise ConfigError(
-            f"no committed leaderboard at {board / 'leaderboard.json'}; run "
-            f"`bench run --suite {suite}` and `bench leaderboard --suite {suite}` first"
+            f"no committed leaderboard at {board / 'leaderboard.json'}{did_you_mean(suite, have)}"
+            f"; run `bench run --suite {suite}` and `bench leaderboard --suite {suite}` first"
         )
     for path in write_report(board):
         typer.echo(str(path))

@@ -56,9 +56,7 @@ def run(
 
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
     if dry_run:
-        planned = api.plan(suite, seeds=seeds, device=device,
-                           check_device=executor != "ray", **filters)  # fmt: skip
-        _echo(api.dry_run_lines(planned, store))
+        _echo(_dry_run(suite, store, seeds, device, executor, filters))
         return
     try:
         outcome = api.run_suite(
@@ -70,7 +68,59 @@ def run(
         typer.echo(failed.counts)
         print(*failed.details, sep="\n", file=sys.stderr)
         raise
+    finally:
+        _remember_store(suite, store)
     _echo(outcome.lines)
+
+
+def _dry_run(
+    suite: str,
+    store: Path,
+    seeds: int | None,
+    device: str | None,
+    executor: str,
+    filters: dict[str, str | None],
+) -> list[str]:
+    """`bench run --dry-run`: from the suite's kept job list when its inputs are unchanged
+    (no component imported), else planned in full (bench.api.plan), keeping the list."""
+    from bench import api
+
+    key = _dry_run_key(suite, seeds, device, executor)
+    lines = api.kept_dry_run_lines(key, store, **filters) if key else None
+    if lines is None:
+        planned = api.plan(suite, seeds=seeds, device=device, check_device=executor != "ray",
+                           **filters)  # fmt: skip
+        lines = api.dry_run_lines(planned, store, key)
+    return lines
+
+
+def _dry_run_key(suite: str, seeds: int | None, device: str | None, executor: str) -> str | None:
+    """The key a dry run's job list is kept under (bench.run.warm.plan_key: everything the
+    list is computed from), for local CPU runs of a suite that can be read; else None."""
+    if executor != "local" or device not in (None, "cpu"):
+        return None
+    from bench.run.warm import plan_key
+    from bench.suite.read import read_suite
+
+    try:
+        return plan_key(read_suite(suite), seeds, device)
+    except BenchError:
+        return None  # the full dry run says what is wrong with the suite
+
+
+def _remember_store(suite: str, store: Path) -> None:
+    """Record the store a run of `suite` wrote (when it did), so that `bench leaderboard
+    --suite` from the same directory finds it without --store."""
+    from bench.report.tools.status_cache import remember_store
+    from bench.suite.read import read_suite
+
+    if not Path(store).is_file():
+        return
+    try:
+        name = str(read_suite(suite).raw.get("name", suite))
+    except BenchError:
+        return
+    remember_store(name, Path(store))
 
 
 def _echo(lines: list[str]) -> None:

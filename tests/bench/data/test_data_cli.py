@@ -72,14 +72,23 @@ def test_data_dir_env_then_checkout_then_platform(monkeypatch, tmp_path) -> None
     assert locations.data_dir() == Path(platformdirs.user_data_dir("bench-privacy"))
 
 
-def test_cache_dir_env_then_beside_the_store_then_platform(monkeypatch, tmp_path) -> None:
+def test_cache_dir_env_then_beside_the_default_store_then_platform(monkeypatch, tmp_path) -> None:
+    """Artifacts go beside a store only inside bench's own .bench/ directory of a checkout
+    (the default store's): a store named elsewhere gets no cache/ beside it."""
     monkeypatch.delenv("BENCH_CACHE", raising=False)
-    store = tmp_path / "runs" / "results.sqlite"
-    assert locations.cache_dir(store) == tmp_path / "runs" / "cache"
+    platform = platformdirs.user_cache_dir("bench-privacy")
+    own = tmp_path / ".bench" / "results.sqlite"
+    assert locations.cache_dir(own) == tmp_path / ".bench" / "cache"
+    named = tmp_path / "runs" / "results.sqlite"
+    assert locations.cache_dir(named).is_relative_to(platform)
+    assert locations.cache_dir(Path("S")).is_relative_to(platform)  # never ./cache
     monkeypatch.setattr(locations, "checkout_root", lambda: None)
-    assert locations.cache_dir(store).is_relative_to(platformdirs.user_cache_dir("bench-privacy"))
+    assert locations.cache_dir(own).is_relative_to(platform)
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "c"))
-    assert locations.cache_dir(store) == tmp_path / "c"
+    assert locations.cache_dir(named) == tmp_path / "c"
+    assert locations.answers_dir() == tmp_path / "c"
+    monkeypatch.delenv("BENCH_CACHE")
+    assert locations.answers_dir() == Path(platform)
 
 
 def test_a_missing_file_names_bench_data_fetch(monkeypatch, tmp_path) -> None:
