@@ -188,9 +188,9 @@ def check_store_path(store_path: Path) -> None:
 def checked_cache_root(store_path: Path) -> Path:
     """The artifact cache directory of a store; one that is not a directory, or that cannot
     be created or written, is refused in one line before any job runs."""
-    from bench.data.locations import cache_dir
+    from bench.core.places import artifact_cache_dir
 
-    root = cache_dir(store_path)
+    root = artifact_cache_dir(store_path)
     check_dir_target(root, "artifact cache (BENCH_CACHE)")
     return root
 
@@ -430,7 +430,7 @@ def _dry_run_report(suite: str, selected: list, store_path: Path) -> list[str]:
     """The dry run's lines for the `selected` jobs (PlannedJob) against the store at
     `store_path`, read read-only (nothing is created): the boards' root line, then the
     counts and estimates (bench.report.tools.estimate.plan_lines)."""
-    from bench.data.locations import boards_root
+    from bench.core.places import boards_root
     from bench.report.tools.estimate import plan_lines, read_store
 
     stored, durations = read_store(store_path, [j.hash for j in selected])

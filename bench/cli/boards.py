@@ -58,7 +58,7 @@ def leaderboard(
     if suite is None and not all_suites:
         raise ConfigError("bench leaderboard needs --suite NAME, --all, or both")
     if refresh or all_suites:
-        from bench.data.locations import boards_root
+        from bench.core.places import boards_root
 
         boards = boards_root(root).writable("bench leaderboard --refresh/--all")
     if refresh:
@@ -168,7 +168,7 @@ def status(
     (bench.report.tools.status_cache), without importing the components. The first line
     names the boards read."""
     from bench.api import board_statuses
-    from bench.data.locations import boards_root
+    from bench.core.places import boards_root
     from bench.report.tools.status import STALE, status_lines
     from bench.suite.read import available_suites
 

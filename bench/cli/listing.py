@@ -79,7 +79,7 @@ def _echo(lines: list[str]) -> None:
 def suite_table(kind: str | None, long: bool = False) -> list[str]:
     """The shipped suites (and a checkout's studies) of `kind` (None: all) as a table, then
     the boards' root; with `long`, each suite's description under its row."""
-    from bench.data.locations import boards_root
+    from bench.core.places import boards_root
     from bench.suite.catalog import catalog
 
     boards = boards_root()

@@ -41,7 +41,7 @@ def reproduce(
     """A paper's headline numbers beside the committed bench rows that answer them, with
     computed verdicts (the table each suite's reproduction.md holds; that file and the page
     are written with the suite's leaderboard). The first line names the boards read."""
-    from bench.data.locations import boards_root
+    from bench.core.places import boards_root
     from bench.report.reproduce.reproduction import (
         known_papers,
         paper_report,
@@ -114,7 +114,7 @@ def attack_report(
 ) -> None:
     """Which attack is the worst case per mechanism setting, before and after the stronger
     attacks, from a committed leaderboard: writes ROOT/SUITE/attack-strength.{md,json}."""
-    from bench.data.locations import boards_root
+    from bench.core.places import boards_root
     from bench.report.tools.attack_strength import docs_block, replace_docs_block, write_report
 
     boards = boards_root(root)

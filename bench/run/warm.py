@@ -18,7 +18,7 @@ component imported (for the code versions) and the data loaded (for its fingerpr
 The next run with the same key and every planned job stored (and stored at the same times,
 so the page on disk shows this store's results) prints what the full run would print and
 exits: nothing imported, nothing loaded. Plans live with bench's other kept answers
-(bench.data.locations.answers_dir: $BENCH_CACHE, else the platform's user cache directory),
+(bench.core.places.answers_dir: $BENCH_CACHE, else the platform's user cache directory),
 one file per key and store contents (`{key}-{times digest}.json`, the newest few per key),
 so runs on several stores of one suite keep a plan each, and a copied store still hits.
 Any other case, any doubt (a plug-in component, a GPU job, a data tree too large to list,
@@ -41,8 +41,9 @@ from typing import Any
 
 from bench.core.errors import BenchError
 from bench.core.fsutil import atomic_write
+from bench.core.places import answers_dir
 from bench.core.project import PROJECT_PACKAGES
-from bench.data.locations import answers_dir, data_dir
+from bench.data.locations import data_dir
 from bench.store.rows import jobs_column
 from bench.suite.read import SuiteSource, read_suite, selects
 

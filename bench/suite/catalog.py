@@ -14,7 +14,8 @@ from typing import Any
 from bench.data.embedded import _BUILT_IN, ITEMS
 from bench.report.tools.estimate import DEFAULT_WORKERS, WORST_CASE, board_total_seconds
 from bench.report.tools.estimate import duration_text as _duration_text
-from bench.suite.read import KINDS, study_suites, suite_dir, suite_kind
+from bench.suite import read
+from bench.suite.read import KINDS, suite_kind
 
 PLUMBING_ONLY = "plumbing only"  # an embedded item too small to train on
 
@@ -84,9 +85,9 @@ def suite_entry(path: Path, boards: Path, default_kind: str = "paper") -> SuiteE
 def catalog(boards: Path) -> list[SuiteEntry]:
     """Every shipped suite and every study, by kind (tracks, papers, studies) then name; a
     study without a `kind` key is a study."""
-    entries = [suite_entry(p, boards) for p in sorted(suite_dir().glob("*.toml"))]
+    entries = [suite_entry(p, boards) for p in sorted(read.suite_dir().glob("*.toml"))]
     names = {e.name for e in entries}
-    for path in study_suites().values():
+    for path in read.study_suites().values():
         entry = suite_entry(path, boards, default_kind="study")
         if entry.name not in names:
             entries.append(entry)
@@ -95,7 +96,7 @@ def catalog(boards: Path) -> list[SuiteEntry]:
 
 
 def committed_boards() -> Path:
-    """Where the committed boards are read from (bench.data.locations.boards_root)."""
-    from bench.data.locations import boards_root
+    """Where the committed boards are read from (bench.core.places.boards_root)."""
+    from bench.core.places import boards_root
 
     return boards_root().path

@@ -130,7 +130,7 @@ def study_suites() -> dict[str, Path]:
     [[task]] table, directly or one folder down) under the checkout's studies/ directory;
     none without one. A file that does not parse is left out (`bench run --suite PATH`
     says why)."""
-    from bench.data.locations import studies_dir
+    from bench.core.places import studies_dir
 
     root = studies_dir()
     if root is None:

@@ -260,7 +260,7 @@ def test_list_tracks_and_studies_by_kind(tmp_path, monkeypatch, capsys) -> None:
     (studies / "probe" / "suite.toml").write_text(study)
     (studies / "notes.toml").write_text('title = "not a suite"\n')
     monkeypatch.setattr(read, "suite_dir", lambda: files)
-    monkeypatch.setattr("bench.data.locations.studies_dir", lambda: studies)
+    monkeypatch.setattr("bench.core.places.studies_dir", lambda: studies)
     tracks = cli_here(monkeypatch, capsys, "list", "tracks").stdout
     assert re.search(r"^track-x +track +- ", tracks, re.MULTILINE) and "smoke" not in tracks
     assert re.search(r"^study-y +study ", cli_here(monkeypatch, capsys, "list", "studies").stdout,
@@ -269,7 +269,7 @@ def test_list_tracks_and_studies_by_kind(tmp_path, monkeypatch, capsys) -> None:
              .splitlines()[1:-2]]  # fmt: skip
     assert every == ["track-x", "smoke", "study-y"]  # tracks, papers, studies
     assert read.suite_file("study-y") == studies / "probe" / "suite.toml"
-    monkeypatch.setattr("bench.data.locations.studies_dir", lambda: None)
+    monkeypatch.setattr("bench.core.places.studies_dir", lambda: None)
     none = cli_here(monkeypatch, capsys, "list", "studies").stdout
     assert none.startswith("no suites of kind study here")
 

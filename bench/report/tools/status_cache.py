@@ -10,7 +10,7 @@ installed distributions, the `BENCH_*` environment and the data trees), so they 
 exactly when nothing they are computed from has changed. Only answers about the project's
 own components are recorded (a plug-in's files are not in the key).
 
-Records live in bench.data.locations.answers_dir() ($BENCH_CACHE, else the platform's user
+Records live in bench.core.places.answers_dir() ($BENCH_CACHE, else the platform's user
 cache directory), never in the current directory: a command that computes nothing leaves
 no file where it is called. A record that cannot be written only costs speed; one that
 cannot be read is no record. Torch-free.
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.fsutil import atomic_write
-from bench.data.locations import answers_dir
+from bench.core.places import answers_dir
 from bench.suite.read import SuiteSource
 
 FORMAT = 2  # bump when what a record holds changes
