@@ -4,6 +4,8 @@ whose last run failed, with their tracebacks."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -58,18 +60,17 @@ def run(
     if dry_run:
         _echo(_dry_run(suite, store, seeds, device, executor, filters))
         return
-    try:
-        outcome = api.run_suite(
-            suite, store_path=store, out_dir=out, executor=executor, workers=jobs,
-            address=address, seeds=seeds, device=device, progress=progress,
-            max_failures=max_failures, on_failure=_announce_failure, **filters,
-        )  # fmt: skip
-    except api.RunFailedError as failed:
-        typer.echo(failed.counts)
-        print(*failed.details, sep="\n", file=sys.stderr)
-        raise
-    finally:
-        _remember_store(suite, store)
+    with _remembering_store(suite, store):
+        try:
+            outcome = api.run_suite(
+                suite, store_path=store, out_dir=out, executor=executor, workers=jobs,
+                address=address, seeds=seeds, device=device, progress=progress,
+                max_failures=max_failures, on_failure=_announce_failure, **filters,
+            )  # fmt: skip
+        except api.RunFailedError as failed:
+            typer.echo(failed.counts)
+            print(*failed.details, sep="\n", file=sys.stderr)
+            raise
     _echo(outcome.lines)
 
 
@@ -108,9 +109,22 @@ def _dry_run_key(suite: str, seeds: int | None, device: str | None, executor: st
         return None  # the full dry run says what is wrong with the suite
 
 
+@contextmanager
+def _remembering_store(suite: str, store: Path) -> Iterator[None]:
+    """Record the store a run of `suite` wrote (it finished, jobs failed, or it was
+    interrupted; not a run refused before it began), so that `bench leaderboard --suite`
+    from the same directory finds it without --store."""
+    from bench import api
+
+    try:
+        yield
+    except (api.RunFailedError, KeyboardInterrupt, typer.Abort, typer.Exit):
+        _remember_store(suite, store)
+        raise
+    _remember_store(suite, store)
+
+
 def _remember_store(suite: str, store: Path) -> None:
-    """Record the store a run of `suite` wrote (when it did), so that `bench leaderboard
-    --suite` from the same directory finds it without --store."""
     from bench.report.tools.status_cache import remember_store
     from bench.suite.read import read_suite
 

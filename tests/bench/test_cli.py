@@ -307,3 +307,33 @@ def test_a_suite_kind_is_one_of_three(tiny_suite) -> None:
 )  # fmt: skip
 def test_every_typed_name_gets_did_you_mean(tmp_path, args, fragment, monkeypatch, capsys) -> None:
     _one_line_error(cli_here(monkeypatch, capsys, *args, cwd=tmp_path), fragment)
+
+
+def test_leaderboard_without_store_uses_the_suites_last_run_here(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    from bench.report.tools.status_cache import remember_store
+    from bench.store.results import ResultStore
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    ResultStore(tmp_path / "runs" / "S").close()  # a store that holds no job yet
+    remember_store("smoke", tmp_path / "runs" / "S")
+    proc = cli_here(monkeypatch, capsys, "leaderboard", "--suite", "smoke")
+    store = (tmp_path / "runs" / "S").resolve()
+    assert proc.stdout == f"store: {store} (the last `bench run --suite smoke` here)\n"
+    _one_line_error(proc, f"36 of 36 jobs of suite smoke are not in {store}")
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    proc = cli_here(monkeypatch, capsys, "leaderboard", "--suite", "smoke", cwd=elsewhere)
+    _one_line_error(proc, "no result store at .bench/results.sqlite")  # the default there
+
+
+def test_a_refused_or_dry_run_records_no_store(tmp_path, monkeypatch, capsys) -> None:
+    from bench.report.tools.status_cache import last_store
+
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "S").write_text("not a store")
+    cli_here(monkeypatch, capsys, "run", "--suite", "smoke", "--store", "S", cwd=tmp_path)
+    cli_here(monkeypatch, capsys, "run", "--suite", "smoke", "--dry-run", cwd=tmp_path)
+    assert last_store("smoke") is None

@@ -233,3 +233,17 @@ def test_a_worker_whose_driver_died_ends_itself() -> None:
     while _running(worker_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _running(worker_pid), "the orphaned worker kept running"
+
+
+def test_leaderboard_reads_the_store_the_suites_run_used(smoke_run, tmp_path) -> None:
+    """`bench run --suite smoke --store S`, then `bench leaderboard --suite smoke` from the
+    same directory: the board comes from S, and the first line says so."""
+    where, _ = smoke_run
+    shutil.copytree(where, tmp_path, dirs_exist_ok=True)
+    run_cli(*SMOKE_ARGS, cwd=tmp_path, check=True)  # nothing to run: it only records S
+    proc = run_cli("leaderboard", "--suite", "smoke", "--out", "again", cwd=tmp_path, check=True)
+    store = (tmp_path / "r.sqlite").resolve()
+    said = f"store: {store} (the last `bench run --suite smoke` here)"
+    assert proc.stdout.splitlines()[0] == said
+    rows = lambda d: json.loads((tmp_path / d / "leaderboard.json").read_text())["rows"]  # noqa: E731
+    assert rows("again") == rows("lb")
