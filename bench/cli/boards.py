@@ -4,14 +4,18 @@ and what moved between two boards."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from bench.cli.options import DEFAULT_STORE, DeviceOpt, StoreOpt
 from bench.core.errors import BenchError, ConfigError, UnknownNameError, did_you_mean
 from bench.core.preflight import MAX_SEEDS
+
+if TYPE_CHECKING:
+    from bench.cli.kept import Answer
 
 
 def leaderboard(
@@ -216,19 +220,40 @@ def compare(
 ) -> None:
     """Exit 1 when a metric of the candidate got worse than the baseline beyond tolerance
     (with --exact: when any non-timing number differs); boards of two suites are refused.
-    Both boards must follow the leaderboard JSON Schema (exit 2 naming the first violation)."""
+    Both boards must follow the leaderboard JSON Schema (exit 2 naming the first violation).
+    Asked again about the same two files with the same options, the answer is the kept one
+    (bench.cli.kept)."""
+    from bench.cli.kept import answer_key, answered
+
+    _check_metric_names(tolerance or [])
+    options = [tolerance or [], cost_tolerance, exact, cost, ignore_param or []]
+    key = answer_key("compare", options, [baseline, candidate], by_content=True)
+    compute = partial(_compare, baseline, candidate, *options)
+    answered(key, compute).emit()
+
+
+def _compare(
+    baseline: Path,
+    candidate: Path,
+    tolerance: list[str],
+    cost_tolerance: float,
+    exact: bool,
+    cost: bool,
+    ignore_param: list[str],
+) -> Answer:  # the order of `compare`'s options
+    """`bench compare`'s report and exit code (0: no regression, 1: a regression)."""
+    from bench.cli.kept import Answer
     from bench.report.board.load import load_leaderboard
     from bench.report.board.schema_check import check_schema
     from bench.report.tools.compare import compare as compare_boards
     from bench.report.tools.compare import parse_tolerances, without_params
 
-    _check_metric_names(tolerance or [])
-    default, per_metric = parse_tolerances(tolerance or [])
+    default, per_metric = parse_tolerances(tolerance)
     boards = []
     for path in (baseline, candidate):
         board = load_leaderboard(path)
         check_schema(board, path)  # after load: a missing file or bad JSON says so first
-        boards.append(without_params(board, ignore_param or []))
+        boards.append(without_params(board, ignore_param))
     report = compare_boards(
         *boards,
         tolerance=0.05 if default is None else default,
@@ -237,12 +262,13 @@ def compare(
         exact=exact,
         cost=cost,
     )
-    typer.echo(report.format())
-    raise typer.Exit(0 if report.ok else 1)
+    return Answer(report.format().splitlines(), [], 0 if report.ok else 1)
 
 
 def _check_metric_names(specs: list[str]) -> None:
     """A tolerance naming an unknown metric is one line with the nearest name."""
+    if not any("=" in spec for spec in specs):
+        return
     from bench.metrics import METRICS
 
     for spec in specs:
