@@ -97,7 +97,7 @@ def _bench_in_fresh_python(cwd: Path, *args: str) -> tuple[str, bool]:
 
 @pytest.mark.slow
 def test_a_warm_rerun_needs_no_torch_and_a_changed_store_goes_the_full_way(
-    tmp_path, tiny_run
+    tmp_path, tiny_run, monkeypatch
 ) -> None:
     first_dir, first_stdout = tiny_run
     shutil.copytree(first_dir, tmp_path, dirs_exist_ok=True)
@@ -106,6 +106,7 @@ def test_a_warm_rerun_needs_no_torch_and_a_changed_store_goes_the_full_way(
     plans = list((tmp_path / "cache" / "plans").glob("*.json"))  # BENCH_CACHE=cache (run_cli)
     assert len(plans) == 1 and plans[0].stem.startswith(f"{key}-")
     # The plan lists exactly the jobs the full expansion lists.
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))  # where the runs keep it
     plan = load_plan(tmp_path / "r.sqlite", str(key))
     assert plan is not None
     jobs = expand(load_suite(str(tmp_path / suite)))
