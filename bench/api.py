@@ -428,8 +428,8 @@ def kept_dry_run_lines(
 
 def _dry_run_report(suite: str, selected: list, store_path: Path) -> list[str]:
     """The dry run's lines for the `selected` jobs (PlannedJob) against the store at
-    `store_path`, read read-only (nothing is created): the boards' root line, then the
-    counts and estimates (bench.report.tools.estimate.plan_lines)."""
+    `store_path`, read read-only (nothing is created): the counts and estimates
+    (bench.report.tools.estimate.plan_lines), then the line naming the boards read."""
     from bench.core.places import boards_root
     from bench.report.tools.estimate import plan_lines, read_store
 

@@ -110,15 +110,21 @@ def _fit(line: str, width: int = WIDTH) -> str:
 
 
 def paper_lines() -> list[str]:
-    """Every paper with a reference table (`bench reproduce PAPER`): id, the suites that
-    answer it, and its title."""
-    from bench.report.reproduce.reproduction import known_papers, load_reference
+    """Every paper with a reference table (`bench reproduce PAPER`): id, title and the suites
+    that answer it, read from the shipped tables as TOML (no report code imported; `bench
+    reproduce` checks them)."""
+    import tomllib
+    from importlib import resources
 
+    folder = resources.files("bench") / "report" / "reproduce" / "reference"
+    tables = sorted((p for p in folder.iterdir() if p.name.endswith(".toml")), key=str)
     lines = []
-    for paper in known_papers():
-        ref = load_reference(paper)
-        lines.append(_fit(f"{paper:<8} {ref.title}"))
-        lines += textwrap.wrap(", ".join(ref.suites()) or "no bench suite", WIDTH,
+    for path in tables:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        title = str((doc.get("paper") or {}).get("title", ""))
+        suites = dict.fromkeys(str(c["suite"]) for c in doc.get("cell", []) if c.get("suite"))
+        lines.append(_fit(f"{path.name.removesuffix('.toml'):<8} {title}"))
+        lines += textwrap.wrap(", ".join(suites) or "no bench suite", WIDTH,
                                initial_indent="         suites: ",
                                subsequent_indent="                 ")  # fmt: skip
     return lines
