@@ -16,9 +16,11 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import IO, Any
 
+from bench.report.tools.estimate import Seed
 from bench.run.job import Job, job_kind
 
 INTERVAL_S = 10.0  # longest quiet spell of a piped run's output
@@ -42,18 +44,21 @@ def clock(seconds: float) -> str:
 class Eta:
     """Seconds left of a run, from seeded job times corrected by measured ones.
 
-    A job's expected time is its seed times the measured-to-seeded ratio of the finished
-    jobs of its stage (utility, or its attack), that ratio drawn toward the run's (a stage
-    with few finished jobs says little), the run's drawn toward 1 (PRIOR_S of seeded time
-    count as agreeing with the boards). A job no board times expects the finished jobs'
-    mean. A running job expects what is left of its time, and a quarter of what it has run
-    once it runs over: a long job pushes the ETA up while it runs.
+    A job's seed (bench.report.tools.estimate.Seed) is its own time and the time of an
+    artifact it shares with other jobs of its seed (its group): only the first job of the
+    group to start is expected to spend it. A job's expected time is its seed times the
+    measured-to-seeded ratio of the finished jobs of its stage (utility, or its attack),
+    that ratio drawn toward the run's (a stage with few finished jobs says little), the
+    run's drawn toward 1 (PRIOR_S of seeded time count as agreeing with the boards). A job
+    no board times expects the finished jobs' mean. A running job expects what is left of
+    its time, and a quarter of what it has run once it runs over: a long job pushes the ETA
+    up while it runs.
     """
 
     def __init__(
         self,
         jobs: list[Job],
-        seeds: dict[str, float],
+        seeds: dict[str, Seed],
         workers: int,
         now: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -63,12 +68,26 @@ class Eta:
         self.stage = {job.hash: job.attack or "utility" for job in jobs}
         self.left = {job.hash for job in jobs}  # not finished
         self.running: dict[str, float] = {}  # hash -> when it started
+        self.builder: dict[str, str] = {}  # group -> the job that started first in it
         self.seeded: dict[str, float] = {}  # per stage: seeded time of its finished jobs
         self.spent: dict[str, float] = {}  # per stage: their measured time
         self.measured: list[float] = []  # every finished job's measured time
 
+    def _seeded(self, job_hash: str) -> float | None:
+        """The job's seeded time: its own, and the shared part unless another job of its
+        group started before it."""
+        seed = self.seeds.get(job_hash)
+        if seed is None:
+            return None
+        if seed.group is None or self.builder.get(seed.group, job_hash) == job_hash:
+            return seed.own + seed.shared
+        return seed.own
+
     def started(self, job: Job) -> None:
         self.running.setdefault(job.hash, self.now())
+        seed = self.seeds.get(job.hash)
+        if seed is not None and seed.group is not None:
+            self.builder.setdefault(seed.group, job.hash)
 
     def finished(self, job: Job, seconds: float | None) -> None:
         """A job ended (stored or failed); `seconds` its measured time (else its time here)."""
@@ -79,33 +98,34 @@ class Eta:
         if seconds is None:
             return
         self.measured.append(seconds)
-        if job.hash in self.seeds:
+        seeded = self._seeded(job.hash)
+        if seeded is not None:
             stage = self.stage.get(job.hash, "utility")
-            self.seeded[stage] = self.seeded.get(stage, 0.0) + self.seeds[job.hash]
+            self.seeded[stage] = self.seeded.get(stage, 0.0) + seeded
             self.spent[stage] = self.spent.get(stage, 0.0) + seconds
 
     def dropped(self, n: int) -> None:
         """`n` jobs that will not run here (stored by another runner): taken from those not
         started, the ones the store hands to no one else."""
-        idle = sorted(self.left - set(self.running), key=lambda h: self.seeds.get(h, 0.0))
+        idle = sorted(self.left - set(self.running), key=lambda h: self._seeded(h) or 0.0)
         for job_hash in idle[:n]:
             self.left.discard(job_hash)
 
     def ratio(self, stage: str | None = None) -> float:
         """Measured over seeded time so far, of one stage or (None) of the run."""
-        run = _bounded((sum(self.spent.values()) + PRIOR_S) / (sum(self.seeded.values()) + PRIOR_S))
+        spent, seeded = sum(self.spent.values()), sum(self.seeded.values())
+        run = _bounded((spent + PRIOR_S) / (seeded + PRIOR_S))
         if stage is None:
             return run
-        return _bounded(
-            (self.spent.get(stage, 0.0) + PRIOR_S * run) / (self.seeded.get(stage, 0.0) + PRIOR_S)
-        )
+        spent, seeded = self.spent.get(stage, 0.0), self.seeded.get(stage, 0.0)
+        return _bounded((spent + PRIOR_S * run) / (seeded + PRIOR_S))
 
     def _default(self) -> float | None:
         """The time of a job no board times: the mean measured so far, else the mean seed."""
         if self.measured:
             return sum(self.measured) / len(self.measured)
         if self.seeds:
-            return sum(self.seeds.values()) / len(self.seeds) * self.ratio()
+            return _mean(s.total for s in self.seeds.values()) * self.ratio()
         return None
 
     def remaining(self) -> float | None:
@@ -116,8 +136,8 @@ class Eta:
         ratios = {stage: self.ratio(stage) for stage in set(self.stage.values())}
         work = 0.0
         for job_hash in self.left:
-            seed = self.seeds.get(job_hash)
-            expected = seed * ratios[self.stage[job_hash]] if seed is not None else default
+            seeded = self._seeded(job_hash)
+            expected = seeded * ratios[self.stage[job_hash]] if seeded is not None else default
             if expected is None:
                 return None
             if job_hash in self.running:
@@ -127,21 +147,31 @@ class Eta:
         return work / min(self.workers, len(self.left))
 
 
+def _mean(values: Iterable[float]) -> float:
+    items = list(values)
+    return sum(items) / len(items)
+
+
 def _bounded(ratio: float) -> float:
     low, high = RATIO_BOUNDS
     return min(high, max(low, ratio))
 
 
-def seeded_times(jobs: list[Job]) -> dict[str, float]:
-    """Each job's time from the committed boards (bench.report.tools.estimate), by hash; a
-    board that cannot be read seeds nothing."""
+def seeded_times(jobs: list[Job]) -> dict[str, Seed]:
+    """Each job's seed from the committed boards (bench.report.tools.estimate.job_seeds),
+    by hash, its shared part grouped per seed (an artifact is built once for each seed);
+    a board that cannot be read seeds nothing."""
     from bench.core.places import boards_root
-    from bench.report.tools.estimate import PlannedJob, job_estimates
+    from bench.report.tools.estimate import PlannedJob, job_seeds
 
     try:
-        return job_estimates([PlannedJob.of(j) for j in jobs], None, boards_root().path)
+        seeds = job_seeds([PlannedJob.of(j) for j in jobs], boards_root().path)
     except (OSError, ValueError, KeyError, TypeError):
         return {}
+    of = {job.hash: job for job in jobs}
+    return {
+        h: replace(s, group=f"{s.group}@{of[h].seed}") if s.group else s for h, s in seeds.items()
+    }
 
 
 class RunProgress:
@@ -157,7 +187,7 @@ class RunProgress:
         stream: IO[str] | None = None,
         terminal: bool | None = None,
         interval_s: float = INTERVAL_S,
-        seeds: dict[str, float] | None = None,
+        seeds: dict[str, Seed] | None = None,
     ) -> None:
         self.total = len(jobs)
         self.enabled = enabled

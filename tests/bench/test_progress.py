@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+from bench.report.tools.estimate import Seed
 from bench.run.progress import Eta, RunProgress, clock, seeded_times
 from tests.conftest import stub_job
 
@@ -30,7 +31,7 @@ def _jobs(n: int, attack: str | None = None) -> list:
 def test_the_eta_is_the_seeded_work_over_the_workers_before_any_job_ends() -> None:
     jobs = _jobs(4)
     now = Clock()
-    eta = Eta(jobs, {j.hash: 30.0 for j in jobs}, workers=2, now=now)
+    eta = Eta(jobs, {j.hash: Seed(30.0) for j in jobs}, workers=2, now=now)
     assert eta.remaining() == pytest.approx(60.0)
     eta.started(jobs[0])
     now.t = 10.0
@@ -40,7 +41,7 @@ def test_the_eta_is_the_seeded_work_over_the_workers_before_any_job_ends() -> No
 def test_finished_jobs_correct_the_seeds_of_their_stage() -> None:
     utility, attack = _jobs(6), _jobs(6, attack="inverter")
     now = Clock()
-    seeds = {j.hash: 10.0 for j in [*utility, *attack]}
+    seeds = {j.hash: Seed(10.0) for j in [*utility, *attack]}
     eta = Eta([*utility, *attack], seeds, workers=1, now=now)
     for job in utility[:4]:  # utility jobs take three times their seed
         eta.started(job)
@@ -55,13 +56,28 @@ def test_finished_jobs_correct_the_seeds_of_their_stage() -> None:
 def test_a_job_that_runs_over_pushes_the_eta_up_while_it_runs() -> None:
     jobs = _jobs(2)
     now = Clock()
-    eta = Eta(jobs, {j.hash: 5.0 for j in jobs}, workers=1, now=now)
+    eta = Eta(jobs, {j.hash: Seed(5.0) for j in jobs}, workers=1, now=now)
     eta.started(jobs[0])
     now.t = 4.0
     early = eta.remaining()
     now.t = 40.0
     late = eta.remaining()
     assert early == pytest.approx(1 + 5) and late == pytest.approx(10 + 5)
+
+
+def test_an_artifact_jobs_share_is_expected_of_the_first_of_them_to_start() -> None:
+    """Three settings share a 60 s artifact (one build per seed): whichever job starts first
+    is expected to build it, the others only to add their own 2 s."""
+    jobs = _jobs(3)
+    now = Clock()
+    seeds = {j.hash: Seed(2.0, 60.0, "loo@0") for j in jobs}
+    eta = Eta(jobs, seeds, workers=1, now=now)
+    assert eta.remaining() == pytest.approx(3 * 62)  # before any starts: each might build it
+    eta.started(jobs[2])
+    assert eta.remaining() == pytest.approx(62 + 2 + 2)
+    now.t = 62.0
+    eta.finished(jobs[2], 62.0)
+    assert eta.ratio() == pytest.approx(1.0) and eta.remaining() == pytest.approx(4.0)
 
 
 def test_jobs_no_board_times_are_unknown_until_the_first_one_ends() -> None:
@@ -77,7 +93,7 @@ def test_jobs_no_board_times_are_unknown_until_the_first_one_ends() -> None:
 def test_piped_output_gets_a_line_per_finished_job_and_one_when_quiet() -> None:
     jobs = _jobs(3)
     out = io.StringIO()
-    seeds = {j.hash: 1.0 for j in jobs}
+    seeds = {j.hash: Seed(1.0) for j in jobs}
     with RunProgress(jobs, workers=1, stream=out, terminal=False, interval_s=0.2, seeds=seeds) as p:
         p.started(jobs[0])
         p.finished(jobs[0], True, 1.5)
@@ -117,7 +133,10 @@ def test_seeds_come_from_the_committed_board_of_the_same_setting() -> None:
     _, jobs = expand_suite("smoke", check_device=False)
     seeds = seeded_times(jobs)
     assert set(seeds) == {j.hash for j in jobs}
-    assert 30 < sum(seeds.values()) < 600
+    assert 30 < sum(s.total for s in seeds.values()) < 600
+    # The VAE prior is trained once per seed and shared by every mechanism's vae-prior job.
+    groups = {seeds[j.hash].group for j in jobs if j.attack == "vae-prior"}
+    assert len(groups) == 2 and all(g and g.endswith(("@0", "@1")) for g in groups)
 
 
 def test_clock() -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +84,30 @@ def _recorded_seconds(row: dict[str, Any]) -> float | None:
     return fit
 
 
-def row_job_seconds(doc: dict[str, Any]) -> list[tuple[dict[str, Any], float]]:
-    """(row, seconds per job of it) for every row of a board that jobs compute, from its
-    stage timings, in board order. A stage time records the build of every artifact the
-    job uses, cached or not; an artifact that several settings of a task share shows as a
-    common part of their times: times of one task from the smallest up, each within
-    SHARED_SLACK of an earlier one (at least SHARED_MIN_S) count only what they add to it."""
+@dataclass(frozen=True)
+class RowTime:
+    """A board row's time per job: what the job does itself (`own`) and the artifact it
+    shares with other settings of its task (`shared`, under the id `group`; 0 and None when
+    it shares none). A run spends the shared part once, in whichever job of the group runs
+    first; `charged` gives it to the row whose time the part was read from."""
+
+    row: dict[str, Any]
+    own: float
+    shared: float = 0.0
+    group: str | None = None
+    first: bool = False  # the row the shared part was read from
+
+    @property
+    def charged(self) -> float:
+        return self.own + (self.shared if self.first else 0.0)
+
+
+def row_times(doc: dict[str, Any]) -> list[RowTime]:
+    """A `RowTime` for every row of a board that jobs compute, from its stage timings, in
+    board order. A stage time records the build of every artifact the job uses, cached or
+    not, so an artifact that several settings of a task share shows as a common part of
+    their times: taken from the smallest up, a time within SHARED_SLACK above an earlier one
+    (itself at least SHARED_MIN_S) is that shared part plus what the job adds to it."""
     timed = []
     for row in doc.get("rows", []) if isinstance(doc, dict) else []:
         if not isinstance(row, dict) or row.get("attack") == WORST_CASE or "task" not in row:
@@ -97,18 +115,28 @@ def row_job_seconds(doc: dict[str, Any]) -> list[tuple[dict[str, Any], float]]:
         seconds = _recorded_seconds(row)
         if seconds is not None:
             timed.append((row, seconds))
-    charged: dict[int, float] = {}
-    bases: dict[str, list[float]] = defaultdict(list)  # per task: shared parts seen
+    times: dict[int, RowTime] = {}
+    bases: dict[str, list[tuple[float, int]]] = defaultdict(list)  # per task: (part, row)
     for i, (row, seconds) in sorted(enumerate(timed), key=lambda item: item[1][1]):
-        task_bases = bases[str(row["task"])]
-        base = next((b for b in task_bases if b <= seconds <= b * (1 + SHARED_SLACK) + 1.0), None)
+        task = str(row["task"])
+        base = next(
+            (b for b in bases[task] if b[0] <= seconds <= b[0] * (1 + SHARED_SLACK) + 1.0), None
+        )
         if base is None:
             if seconds >= SHARED_MIN_S:
-                task_bases.append(seconds)
-            charged[i] = seconds
+                bases[task].append((seconds, i))
+                times[i] = RowTime(row, 0.0, seconds, f"{task}:{i}", first=True)
+            else:
+                times[i] = RowTime(row, seconds)
         else:
-            charged[i] = seconds - base
-    return [(row, charged[i]) for i, (row, _) in enumerate(timed)]
+            times[i] = RowTime(row, seconds - base[0], base[0], f"{task}:{base[1]}")
+    return [times[i] for i in range(len(timed))]
+
+
+def row_job_seconds(doc: dict[str, Any]) -> list[tuple[dict[str, Any], float]]:
+    """(row, seconds per job of it) for every row of a board that jobs compute, a part
+    several settings share counted once (`row_times`)."""
+    return [(t.row, t.charged) for t in row_times(doc)]
 
 
 def board_job_seconds(doc: dict[str, Any]) -> dict[Kind, float]:
@@ -176,6 +204,20 @@ class PlannedJob:
         return cls(str(job_hash), str(task), str(mechanism), attack, str(setting), bool(plugin))
 
 
+@dataclass(frozen=True)
+class Seed:
+    """A job's expected time from the boards: its own part, and a part shared with other
+    jobs (`group`) that only the first of them to run spends."""
+
+    own: float
+    shared: float = 0.0
+    group: str | None = None
+
+    @property
+    def total(self) -> float:
+        return self.own + self.shared
+
+
 class CommittedTimings:
     """Seconds per job from every committed board under a root: by setting on the same data
     (any suite's board), else the mean of the kind over the boards that have it. Boards are
@@ -183,47 +225,61 @@ class CommittedTimings:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
-        self._by_setting: dict[str, float] | None = None
+        self._by_setting: dict[str, Seed] | None = None
+        self._charged: dict[str, float] = {}
         self._by_kind: dict[Kind, float] = {}
 
-    def _load(self) -> dict[str, float]:
+    def _load(self) -> dict[str, Seed]:
         if self._by_setting is None:
-            by_setting: dict[str, list[float]] = defaultdict(list)
+            by_setting: dict[str, list[RowTime]] = defaultdict(list)
             by_kind: dict[Kind, list[float]] = defaultdict(list)
             paths = sorted(self.root.glob("*/leaderboard.json")) if self.root.is_dir() else []
             for path in paths:
-                for row, seconds in row_job_seconds(_read_board(path.parent)):
-                    by_setting[row_setting_key(row)].append(seconds)
-                    by_kind[row_kind(row)].append(seconds)
-            self._by_setting = {k: sum(v) / len(v) for k, v in by_setting.items()}
-            self._by_kind = {k: sum(v) / len(v) for k, v in by_kind.items()}
+                for t in row_times(_read_board(path.parent)):
+                    t = replace(t, group=f"{path.parent.name}/{t.group}" if t.group else None)
+                    by_setting[row_setting_key(t.row)].append(t)
+                    by_kind[row_kind(t.row)].append(t.charged)
+            self._by_setting = {
+                key: Seed(_mean(t.own for t in ts), _mean(t.shared for t in ts), ts[0].group)
+                for key, ts in by_setting.items()
+            }
+            self._charged = {key: _mean(t.charged for t in ts) for key, ts in by_setting.items()}
+            self._by_kind = {k: _mean(v) for k, v in by_kind.items()}
         return self._by_setting
 
-    def seconds(self, job: PlannedJob) -> tuple[float, str] | None:
-        """(seconds, "same setting" or "same kind") for a job, or None."""
+    def seed(self, job: PlannedJob) -> tuple[Seed, str] | None:
+        """(the job's seed, "same setting" or "same kind"), or None."""
         by_setting = self._load()
         if job.setting in by_setting:
             return by_setting[job.setting], "same setting"
         if job.kind in self._by_kind:
-            return self._by_kind[job.kind], "same kind"
+            return Seed(self._by_kind[job.kind]), "same kind"
         return None
 
+    def seconds(self, job: PlannedJob) -> tuple[float, str] | None:
+        """(seconds, "same setting" or "same kind") for a job in a run of the whole suite
+        (a shared part counted once), or None."""
+        found = self.seed(job)
+        if found is None:
+            return None
+        if found[1] == "same setting":
+            return self._charged[job.setting], found[1]
+        return found[0].total, found[1]
 
-def job_estimates(
-    jobs: Iterable[PlannedJob], board_dir: Path | None, root: Path | None
-) -> dict[str, float]:
-    """Seconds per job hash, from the suite's committed board (`board_dir`) by kind, else
-    from any committed board under `root` (`CommittedTimings`); a plug-in's job and a job
-    no board times are left out."""
-    own = committed_job_seconds(board_dir) if board_dir is not None else {}
-    others = CommittedTimings(root) if root is not None else None
-    out: dict[str, float] = {}
+
+def _mean(values: Iterable[float]) -> float:
+    items = list(values)
+    return sum(items) / len(items)
+
+
+def job_seeds(jobs: Iterable[PlannedJob], root: Path) -> dict[str, Seed]:
+    """Each job's seed from the committed boards under `root` (`CommittedTimings.seed`), by
+    hash; a plug-in's job and a job no board times are left out."""
+    timings = CommittedTimings(root)
+    out: dict[str, Seed] = {}
     for job in jobs:
-        if job.plugin:
-            continue
-        if job.kind in own:
-            out[job.hash] = own[job.kind]
-        elif others is not None and (found := others.seconds(job)) is not None:
+        found = None if job.plugin else timings.seed(job)
+        if found is not None:
             out[job.hash] = found[0]
     return out
 

@@ -14,9 +14,10 @@ from bench.report.tools.estimate import (
     board_job_seconds,
     board_total_seconds,
     committed_job_seconds,
-    job_estimates,
+    job_seeds,
     plan_lines,
     row_job_seconds,
+    row_times,
     setting_key,
 )
 from tests.conftest import ROOT
@@ -91,6 +92,11 @@ def test_a_fit_every_setting_shares_counts_once() -> None:
     }  # fmt: skip
     seconds = [round(s, 3) for _, s in row_job_seconds(doc)]
     assert seconds == [600.0, 0.2, 1.0, 900.0, 600.0]
+    times = row_times(doc)  # the shared part, and which rows share it
+    assert [(round(t.own, 3), t.shared, t.first) for t in times[:3]] == [
+        (0.0, 600.0, True), (0.2, 600.0, False), (1.0, 600.0, False)
+    ]  # fmt: skip
+    assert times[0].group == times[1].group == times[2].group != times[4].group
     assert board_total_seconds(doc) == pytest.approx(3 * (600 + 0.2 + 1 + 900 + 600))
 
 
@@ -130,7 +136,7 @@ def test_jobs_are_timed_from_their_suites_board_else_any_board(tmp_path: Path) -
     kind = PlannedJob("h2", "t", "m", None, setting_key("t", "m", {"eps": 3.0}, None, {}, "d"))
     plugin = PlannedJob("h3", "t", "my-plugin", None, "x", plugin=True)
     none = PlannedJob("h4", "t", "zz", None, "y")
-    got = job_estimates([same, kind, plugin, none], None, tmp_path)
+    got = {h: seed.total for h, seed in job_seeds([same, kind, plugin, none], tmp_path).items()}
     assert got == {"h1": 7.0, "h2": 8.0}
     lines = plan_lines("s", [kind, plugin], [kind, plugin], {}, tmp_path / "s", tmp_path)
     assert any(UNKNOWN_PLUGIN in line for line in lines)
