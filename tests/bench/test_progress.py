@@ -72,7 +72,7 @@ def test_an_artifact_jobs_share_is_expected_of_the_first_of_them_to_start() -> N
     now = Clock()
     seeds = {j.hash: Seed(2.0, 60.0, "loo@0") for j in jobs}
     eta = Eta(jobs, seeds, workers=1, now=now)
-    assert eta.remaining() == pytest.approx(3 * 62)  # before any starts: each might build it
+    assert eta.remaining() == pytest.approx(3 * 2 + 60)  # before any starts: built once
     eta.started(jobs[2])
     assert eta.remaining() == pytest.approx(62 + 2 + 2)
     now.t = 62.0
