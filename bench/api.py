@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.core.cpu_math import pin_cpu_math
-from bench.core.errors import BenchError, ConfigError, JobsFailedError
+from bench.core.errors import BenchError, ConfigError, JobsFailedError, did_you_mean
 from bench.core.preflight import board_dir, check_dir_target, check_file_target, during_run
 
 if TYPE_CHECKING:
@@ -115,7 +115,10 @@ def plan(
     loaded, jobs = expand_suite(suite, seeds=seeds, device=device, check_device=check_device)
     for kind, value in (("task", task), ("mechanism", mechanism), ("attack", attack)):
         if value is not None and not any(getattr(j, kind) == value for j in jobs):
-            raise ConfigError(f"suite {loaded.name} has no {kind} '{value}'")
+            names = sorted({str(getattr(j, kind)) for j in jobs if getattr(j, kind) is not None})
+            raise ConfigError(
+                f"suite {loaded.name} has no {kind} '{value}'{did_you_mean(value, names)}"
+            )
     selected = [
         j for j in jobs if selects((j.task, j.mechanism, j.attack), task, mechanism, attack)
     ]
@@ -185,9 +188,9 @@ def check_store_path(store_path: Path) -> None:
 def checked_cache_root(store_path: Path) -> Path:
     """The artifact cache directory of a store; one that is not a directory, or that cannot
     be created or written, is refused in one line before any job runs."""
-    from bench.data.locations import cache_dir
+    from bench.core.places import artifact_cache_dir
 
-    root = cache_dir(store_path)
+    root = artifact_cache_dir(store_path)
     check_dir_target(root, "artifact cache (BENCH_CACHE)")
     return root
 
@@ -361,44 +364,105 @@ def publish_from_store(
         db.close()
 
 
-def dry_run_lines(planned: RunPlan, store_path: Path) -> list[str]:
+def dry_run_lines(planned: RunPlan, store_path: Path, key: str | None = None) -> list[str]:
     """`bench run --dry-run`: counts per (task, mechanism, attack) of what would run, and an
     estimate from the store's own timings of the same kinds of job, else the committed
-    board's (bench.report.tools.estimate)."""
-    from bench.report.tools.estimate import plan_lines
-    from bench.run.runner import pending_jobs
-    from bench.store.guard import open_store
-    from bench.suite.catalog import committed_boards
+    boards' (bench.report.tools.estimate); a plug-in's job is unknown until one has run.
+    With `key` (bench.run.warm.plan_key) the suite's job list is kept, when every component
+    is the project's own, so the next dry run with the same inputs lists no job
+    (`kept_dry_run_lines`)."""
+    from bench.core.project import in_project
+    from bench.plugin.registry import ATTACKS, MECHANISMS, TASKS
+    from bench.report.tools.estimate import PlannedJob
+    from bench.report.tools.status_cache import keep_record
 
-    db = open_store(store_path) if store_path.exists() else None
+    plugin: dict[tuple[str, str], bool] = {}
+
+    def is_plugin(kind: str, name: str | None) -> bool:
+        if name is None:
+            return False
+        if (kind, name) not in plugin:
+            registry = {"task": TASKS, "mechanism": MECHANISMS, "attack": ATTACKS}[kind]
+            plugin[kind, name] = not in_project(registry.get(name).__module__)
+        return plugin[kind, name]
+
+    def planned_job(job: Job) -> PlannedJob:
+        flag = any(
+            is_plugin(kind, name)
+            for kind, name in (("task", job.task), ("mechanism", job.mechanism),
+                               ("attack", job.attack))
+        )  # fmt: skip
+        return PlannedJob.of(job, flag)
+
+    every = {job.hash: planned_job(job) for job in planned.jobs}
+    if key is not None and not any(p.plugin for p in every.values()):
+        jobs = [every[j.hash].to_list() for j in planned.jobs]
+        keep_record("jobs", key, {"suite": planned.suite.name, "jobs": jobs})
+    selected = [every[j.hash] for j in planned.selected]
+    return _dry_run_report(planned.suite.name, selected, store_path)
+
+
+def kept_dry_run_lines(
+    key: str, store_path: Path, task: str | None, mechanism: str | None, attack: str | None
+) -> list[str] | None:
+    """`dry_run_lines` from the job list kept under `key`, without importing a component;
+    None when there is none, or a filter names nothing in it (the full dry run then says
+    so)."""
+    from bench.report.tools.estimate import PlannedJob
+    from bench.report.tools.status_cache import load_record
+    from bench.suite.read import selects
+
+    kept = load_record("jobs", key)
     try:
-        pending = pending_jobs(planned.selected, db)
-        durations = db.mean_durations() if db else {}
-    finally:
-        if db:
-            db.close()
-    board = committed_boards() / planned.suite.name
-    return plan_lines(planned.suite.name, planned.selected, pending, durations, board)
+        name = str(kept["suite"])
+        jobs = [PlannedJob.from_list(fields) for fields in kept["jobs"]]
+    except (TypeError, KeyError, ValueError):
+        return None
+    for part, value in (("task", task), ("mechanism", mechanism), ("attack", attack)):
+        if value is not None and not any(getattr(j, part) == value for j in jobs):
+            return None
+    selected = [j for j in jobs if selects((j.task, j.mechanism, j.attack), task, mechanism,
+                                           attack)]  # fmt: skip
+    return _dry_run_report(name, selected, store_path)
 
 
-def board_statuses(names: list[str], boards: Path, store_path: Path = DEFAULT_STORE) -> list:
-    """`bench status`: each suite's committed board against the suite and code of now. A
-    suite checked before with every input unchanged is answered from that check
-    (bench.report.tools.status_cache), without importing its components."""
+def _dry_run_report(suite: str, selected: list, store_path: Path) -> list[str]:
+    """The dry run's lines for the `selected` jobs (PlannedJob) against the store at
+    `store_path`, read read-only (nothing is created): the counts and estimates
+    (bench.report.tools.estimate.plan_lines), then the line naming the boards read."""
+    from bench.core.places import boards_root
+    from bench.report.tools.estimate import plan_lines, read_store
+
+    stored, durations = read_store(store_path, [j.hash for j in selected])
+    seen: set[str] = set()
+    pending = []
+    for job in selected:
+        if job.hash not in stored and job.hash not in seen:
+            seen.add(job.hash)
+            pending.append(job)
+    boards = boards_root()
+    lines = plan_lines(suite, selected, pending, durations, boards.path / suite, boards.path)
+    return [*lines, boards.line()]
+
+
+def board_statuses(names: list[str], boards: Path) -> list:
+    """`bench status`: each suite's committed board (under `boards`) against the suite and
+    code of now. A suite checked before with every input unchanged is answered from that
+    check (bench.report.tools.status_cache), without importing its components."""
     from bench.report.tools.status_cache import keep_checked, load_checked
     from bench.run.warm import inputs_key
     from bench.suite.read import read_suite
 
     sources = [read_suite(name) for name in names]  # each file read and parsed once
     key = inputs_key(sources, None, None)
-    kept = load_checked(store_path, key) if key is not None else {}
+    kept = load_checked(key) if key is not None else {}
     found = dict(kept)
     statuses = [
         _suite_status(name, source, boards, found)
         for name, source in zip(names, sources, strict=True)
     ]
     if key is not None and found != kept:
-        keep_checked(store_path, key, found)
+        keep_checked(key, found)
     return statuses
 
 

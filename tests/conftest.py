@@ -95,12 +95,21 @@ def tiny_suite(tmp_path: Path) -> Path:
     return path
 
 
+def cli_env(cwd: Path, **more: str) -> dict[str, str]:
+    """The environment a test's `bench` process gets: this checkout first on the import
+    path, and the artifact cache and kept answers in `cwd`/cache unless $BENCH_CACHE says
+    otherwise, so every test's runs stay in its own directory (bench.data.locations)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **more}
+    env.setdefault("BENCH_CACHE", str(Path(cwd).absolute() / "cache"))
+    return env
+
+
 def run_cli(
     *args: str, cwd: Path, extra_path: tuple[Path, ...] = (), check: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """Run `bench ARGS` in a fresh interpreter, as a user would, and capture its output.
     `extra_path` puts plug-in distributions (dist-info + module) on the import path."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in (*extra_path, ROOT))}
+    env = cli_env(cwd, PYTHONPATH=os.pathsep.join(str(p) for p in (*extra_path, ROOT)))
     proc = subprocess.run(
         [*BENCH, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
     )
@@ -123,6 +132,8 @@ def cli_here(
 
     if cwd is not None:
         monkeypatch.chdir(cwd)
+        if "BENCH_CACHE" not in os.environ:
+            monkeypatch.setenv("BENCH_CACHE", str(Path(cwd).absolute() / "cache"))
     monkeypatch.setattr("sys.argv", ["bench", *args])
     try:
         main()
@@ -135,7 +146,7 @@ def cli_here(
 
 def start_cli(*args: str, cwd: Path) -> subprocess.Popen[str]:
     """Start `bench ARGS` in the background (for interrupting it), output captured."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = cli_env(cwd)
     return subprocess.Popen(
         [*BENCH, *args],
         cwd=cwd,
@@ -194,7 +205,8 @@ def _shared_run(
     files: dict[str, str] | None = None,
 ) -> tuple[Path, str]:
     """`bench ARGS` run once per test session in a directory holding `files`: a copy of that
-    directory (store, leaderboard, artifact cache beside the store) and the run's stdout.
+    directory (store, leaderboard, artifact cache in cache/: `cli_env`) and the run's
+    stdout.
 
     Under pytest-xdist (`make test`) the first worker that needs it runs it, under a lock, in
     the session's shared temporary directory; every worker then gets its own copy, since a

@@ -4,6 +4,8 @@ whose last run failed, with their tracebacks."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -56,21 +58,83 @@ def run(
 
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
     if dry_run:
-        planned = api.plan(suite, seeds=seeds, device=device,
-                           check_device=executor != "ray", **filters)  # fmt: skip
-        _echo(api.dry_run_lines(planned, store))
+        _echo(_dry_run(suite, store, seeds, device, executor, filters))
+        return
+    with _remembering_store(suite, store):
+        try:
+            outcome = api.run_suite(
+                suite, store_path=store, out_dir=out, executor=executor, workers=jobs,
+                address=address, seeds=seeds, device=device, progress=progress,
+                max_failures=max_failures, on_failure=announce_failure, **filters,
+            )  # fmt: skip
+        except api.RunFailedError as failed:
+            typer.echo(failed.counts)
+            print(*failed.details, sep="\n", file=sys.stderr)
+            raise
+    _echo(outcome.lines)
+
+
+def _dry_run(
+    suite: str,
+    store: Path,
+    seeds: int | None,
+    device: str | None,
+    executor: str,
+    filters: dict[str, str | None],
+) -> list[str]:
+    """`bench run --dry-run`: from the suite's kept job list when its inputs are unchanged
+    (no component imported), else planned in full (bench.api.plan), keeping the list."""
+    from bench import api
+
+    key = _dry_run_key(suite, seeds, device, executor)
+    lines = api.kept_dry_run_lines(key, store, **filters) if key else None
+    if lines is None:
+        planned = api.plan(suite, seeds=seeds, device=device, check_device=executor != "ray",
+                           **filters)  # fmt: skip
+        lines = api.dry_run_lines(planned, store, key)
+    return lines
+
+
+def _dry_run_key(suite: str, seeds: int | None, device: str | None, executor: str) -> str | None:
+    """The key a dry run's job list is kept under (bench.run.warm.plan_key: everything the
+    list is computed from), for local CPU runs of a suite that can be read; else None."""
+    if executor != "local" or device not in (None, "cpu"):
+        return None
+    from bench.run.warm import plan_key
+    from bench.suite.read import read_suite
+
+    try:
+        return plan_key(read_suite(suite), seeds, device)
+    except BenchError:
+        return None  # the full dry run says what is wrong with the suite
+
+
+@contextmanager
+def _remembering_store(suite: str, store: Path) -> Iterator[None]:
+    """Record the store a run of `suite` wrote (it finished, jobs failed, or it was
+    interrupted; not a run refused before it began), so that `bench leaderboard --suite`
+    from the same directory finds it without --store."""
+    from bench import api
+
+    try:
+        yield
+    except (api.RunFailedError, KeyboardInterrupt, typer.Abort, typer.Exit):
+        _remember_store(suite, store)
+        raise
+    _remember_store(suite, store)
+
+
+def _remember_store(suite: str, store: Path) -> None:
+    from bench.report.tools.status_cache import remember_store
+    from bench.suite.read import read_suite
+
+    if not Path(store).is_file():
         return
     try:
-        outcome = api.run_suite(
-            suite, store_path=store, out_dir=out, executor=executor, workers=jobs,
-            address=address, seeds=seeds, device=device, progress=progress,
-            max_failures=max_failures, on_failure=announce_failure, **filters,
-        )  # fmt: skip
-    except api.RunFailedError as failed:
-        typer.echo(failed.counts)
-        print(*failed.details, sep="\n", file=sys.stderr)
-        raise
-    _echo(outcome.lines)
+        name = str(read_suite(suite).raw.get("name", suite))
+    except BenchError:
+        return
+    remember_store(name, Path(store))
 
 
 def _echo(lines: list[str]) -> None:

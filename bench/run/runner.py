@@ -27,20 +27,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 from bench.core.errors import ConfigError
 from bench.core.hashing import canonical_json
 from bench.run.executors import Executor, JobFailure, LocalExecutor
-from bench.run.job import Job, job_kind
+from bench.run.job import Job
 from bench.run.kinds.reconstruction import JobOutcome
+from bench.run.progress import RunProgress, job_label
 from bench.store.results import ResultStore
 
 LEASE_TIMEOUT_ENV = "BENCH_LEASE_TIMEOUT"
@@ -111,8 +103,8 @@ def spread_settings(jobs: list[Job]) -> list[Job]:
 
 
 def short_label(job: Job) -> str:
-    """task / mechanism / attack / seed: what the progress bar shows for a running job."""
-    return " / ".join((*job_kind(job), f"seed {job.seed}"))
+    """task / mechanism / attack / seed: what the progress display shows for a running job."""
+    return job_label(job)
 
 
 def describe(job: Job) -> str:
@@ -259,44 +251,26 @@ def run_jobs(
     others' jobs are stored too (`lease_timeout`: seconds, default `lease_timeout_s()`).
     A job that raises is recorded as failed (`store.failures`), told to `on_failure` and
     listed in the summary; the others run on, unless `max_failures` jobs have failed: then
-    the run stops there (`summary.stopped`; unfinished jobs stay unstored). One progress
-    bar (ETA, label = the oldest job still running); the jobs' own inner bars are off, so
-    nothing piles up under it."""
+    the run stops there (`summary.stopped`; unfinished jobs stay unstored). Progress
+    (bench.run.progress): a bar in a terminal, a line per finished job elsewhere, with an
+    ETA seeded from the committed boards; the jobs' own inner bars are off, so nothing
+    piles up under it."""
     pending = spread_settings(pending_jobs(jobs, store))
     summary = RunSummary(total=len(jobs), skipped=len(jobs) - len(pending), executed=0)
     if not pending:
         return summary
     timeout_s = lease_timeout_s() if lease_timeout is None else lease_timeout
     runner = new_runner_id()
-    running: dict[str, Job] = {}  # started and not finished, in start order
-    columns = (
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-        TextColumn("{task.description}"),
-    )
-    with (
-        Progress(*columns, disable=not progress, transient=False) as bar,
-        Heartbeat(store.path, runner, timeout_s / HEARTBEATS_PER_TIMEOUT),
-    ):
-        task_id = bar.add_task("starting", total=len(pending))
-
-        def started(job: Job) -> None:
-            running[job.hash] = job
-            bar.update(task_id, description=short_label(next(iter(running.values()))))
+    runner_of = executor or LocalExecutor()
+    display = RunProgress(pending, enabled=progress, workers=getattr(runner_of, "workers", 1))
+    with display, Heartbeat(store.path, runner, timeout_s / HEARTBEATS_PER_TIMEOUT):
 
         def stored_elsewhere(n: int) -> None:
             summary.skipped += n
-            bar.update(task_id, advance=n)
+            display.stored_elsewhere(n)
 
-        def waiting(n: int) -> None:
-            if not running:
-                bar.update(task_id, description=f"waiting for {n} jobs of other runners")
-
-        feed = claimed_jobs(pending, store, runner, timeout_s, stored_elsewhere, waiting)
-        results = (executor or LocalExecutor()).run(feed, cache_root, False, on_start=started)
+        feed = claimed_jobs(pending, store, runner, timeout_s, stored_elsewhere, display.waiting)
+        results = runner_of.run(feed, cache_root, False, on_start=display.started)
         try:
             for job, result in results:
                 failure = result if isinstance(result, JobFailure) else None
@@ -313,10 +287,7 @@ def run_jobs(
                     if max_failures is not None and len(summary.failed) >= max_failures:
                         summary.stopped = True
                         break
-                running.pop(job.hash, None)
-                oldest = next(iter(running.values()), None)
-                label = short_label(oldest) if oldest else "done"
-                bar.update(task_id, advance=1, description=label)
+                display.finished(job, failure is None, getattr(result, "duration_s", None))
         finally:
             # An interrupt, or the runner itself failed: stop this runner's workers, then free
             # the jobs it still holds for the other runners (so none runs a job one of ours

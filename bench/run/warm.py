@@ -10,15 +10,20 @@ component imported (for the code versions) and the data loaded (for its fingerpr
 - the Python version, the machine, its CPU count, and the name and version of every
   installed distribution (third-party code, and the data some of them ship; a file edited
   in place inside an installed distribution is not seen, its version is);
-- the `BENCH_*` environment (data and cache locations) and `CUDA_VISIBLE_DEVICES`;
+- the `BENCH_*` environment (the data location, the CPU math) and `CUDA_VISIBLE_DEVICES`,
+  but for `BENCH_CACHE`: where the plan is kept is no input of the job list it holds;
 - the name, size and modification time of every file under the data directory and under
   every path a task option names.
 
 The next run with the same key and every planned job stored (and stored at the same times,
 so the page on disk shows this store's results) prints what the full run would print and
-exits: nothing imported, nothing loaded. Any other case, any doubt (a plug-in component,
-a GPU job, a data tree too large to list, an unreadable store), is the full run. A plan is
-only ever a shortcut to "nothing to do"; a job still to run always goes the full way.
+exits: nothing imported, nothing loaded. Plans live with bench's other kept answers
+(bench.core.places.answers_dir: $BENCH_CACHE, else the platform's user cache directory),
+one file per key and store contents (`{key}-{times digest}.json`, the newest few per key),
+so runs on several stores of one suite keep a plan each, and a copied store still hits.
+Any other case, any doubt (a plug-in component, a GPU job, a data tree too large to list,
+an unreadable store), is the full run. A plan is only ever a shortcut to "nothing to do";
+a job still to run always goes the full way.
 """
 
 from __future__ import annotations
@@ -36,15 +41,18 @@ from typing import Any
 
 from bench.core.errors import BenchError
 from bench.core.fsutil import atomic_write
+from bench.core.places import answers_dir
 from bench.core.project import PROJECT_PACKAGES
-from bench.data.locations import cache_dir, data_dir
+from bench.data.locations import data_dir
 from bench.store.rows import jobs_column
 from bench.suite.read import SuiteSource, read_suite, selects
 
 FORMAT = 1  # bump when what a plan holds, or how its key is made, changes
 MAX_DATA_FILES = 20_000  # a data tree larger than this is not listed: no plan
+PLANS_PER_KEY = 8  # plans kept per key (one per store contents), the newest
 ENV_PREFIXES = ("BENCH_",)
 ENV_NAMES = ("CUDA_VISIBLE_DEVICES",)
+ENV_IGNORED = ("BENCH_CACHE",)  # where plans and artifacts live: no input of a job list
 
 
 @dataclass(frozen=True)
@@ -189,7 +197,9 @@ def _inputs_key(
         key.add_bytes(file.read_bytes())
     key.add("dists", *_distributions())
     env = sorted(
-        (k, v) for k, v in os.environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES
+        (k, v)
+        for k, v in os.environ.items()
+        if (k.startswith(ENV_PREFIXES) or k in ENV_NAMES) and k not in ENV_IGNORED
     )
     key.add("env", *env)
     budget = [MAX_DATA_FILES]
@@ -200,27 +210,70 @@ def _inputs_key(
     return key.hexdigest()
 
 
-def _plan_path(store: Path, key: str) -> Path:
-    return cache_dir(store) / "plans" / f"{key}.json"
+def _plans_dir() -> Path:
+    return answers_dir() / "plans"
+
+
+def _plan_path(key: str, stored: str) -> Path:
+    return _plans_dir() / f"{key}-{stored}.json"
+
+
+def _plans_of(key: str) -> list[Path]:
+    """The plan files kept under `key`, newest first."""
+
+    def mtime(path: Path) -> int:
+        try:
+            return path.stat().st_mtime_ns
+        except OSError:
+            return 0
+
+    return sorted(_plans_dir().glob(f"{key}-*.json"), key=mtime, reverse=True)
 
 
 def save_plan(store: Path, key: str, plan: Plan) -> None:
-    """Record a finished run's plan beside the store's artifact cache."""
-    path = _plan_path(store, key)
+    """Record a finished run's plan (for `store`'s contents at `plan.stored`), keeping the
+    PLANS_PER_KEY newest plans of its key."""
+    path = _plan_path(key, plan.stored)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps({"format": FORMAT, **asdict(plan)}).encode())
+    for old in _plans_of(key)[PLANS_PER_KEY:]:
+        old.unlink(missing_ok=True)
 
 
-def load_plan(store: Path, key: str) -> Plan | None:
-    """The plan recorded under `key` for this store, or None."""
+def _read_plan(path: Path) -> Plan | None:
     try:
-        raw = json.loads(_plan_path(store, key).read_text())
+        raw = json.loads(path.read_text())
         if raw.pop("format") != FORMAT:
             return None
         raw["jobs"] = [tuple(job) for job in raw["jobs"]]
         return Plan(**raw)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _stored_times(store: Path, plan: Plan) -> dict[str, str] | None:
+    """When each of the plan's jobs was stored in `store` (read-only), or None."""
+    unique = sorted({job[0] for job in plan.jobs})
+    try:
+        with closing(sqlite3.connect(f"file:{store.resolve()}?mode=ro", uri=True)) as conn:
+            return jobs_column(conn, unique, "created_at")
+    except (sqlite3.Error, OSError):
+        return None
+
+
+def load_plan(store: Path, key: str) -> Plan | None:
+    """The plan recorded under `key` for the contents `store` holds now (every planned job
+    stored, at the times the plan saw), or None."""
+    candidates = _plans_of(key)
+    if not candidates or not store.is_file():
+        return None
+    listed = next((p for p in map(_read_plan, candidates) if p is not None), None)
+    if listed is None:
+        return None
+    times = _stored_times(store, listed)  # every plan of a key lists the same jobs
+    if times is None or len(times) < len({job[0] for job in listed.jobs}):
+        return None
+    return _read_plan(_plan_path(key, times_digest(times)))
 
 
 def warm_rerun(
@@ -236,20 +289,12 @@ def warm_rerun(
     leaderboard already shows them; None when the full run must decide (it then also gives
     any error)."""
     plan = load_plan(store, key)
-    if plan is None or not store.is_file():
+    if plan is None:
         return None
     for value, field in ((task, 1), (mechanism, 2), (attack, 3)):
         if value is not None and not any(job[field] == value for job in plan.jobs):
             return None  # the full run names the unknown filter
     n = sum(selects(job[1:], task, mechanism, attack) for job in plan.jobs)
-    unique = sorted({job[0] for job in plan.jobs})
-    try:
-        with closing(sqlite3.connect(f"file:{store.resolve()}?mode=ro", uri=True)) as conn:
-            times = jobs_column(conn, unique, "created_at")
-    except sqlite3.Error:
-        return None
-    if len(times) < len(unique) or times_digest(times) != plan.stored:
-        return None
     board = out or Path("leaderboards") / plan.suite
     page = board / "index.html"
     try:

@@ -1,7 +1,9 @@
 """Suite files: a named, versioned grid of tasks x mechanisms (parameter sweeps) x attacks
 x seeds, stored as TOML under bench/suite/files/ (or given by path). Unknown keys are errors.
 An optional top-level `device` (cpu, cuda, cuda:N, mps, auto; bench.core.device) says where its
-jobs run; `bench run --device` overrides it.
+jobs run; `bench run --device` overrides it. An optional `kind` says what the suite is for:
+"track" (a benchmark track), "paper" (a paper's reproduction; the default) or "study" (a
+research suite, kept under a checkout's studies/ directory); `bench list` groups by it.
 
 Example:
 
@@ -57,6 +59,8 @@ _TOP_KEYS = {
     "attack",
 }
 _MECH_KEYS = {"name", "params", "grid", "tasks"}
+KINDS = ("track", "paper", "study")  # a suite's `kind`; "paper" when the file has none
+DEFAULT_KIND = "paper"
 # Jobs one suite may expand to (counted before they are built, `job_count_bound`).
 MAX_JOBS = 1_000_000
 # The largest noise scale a release may draw with: 64 standard deviations of it still fit
@@ -108,17 +112,52 @@ class Suite:
     # Where the suite's jobs run unless `bench run --device` says otherwise (bench.core.device);
     # None: the CPU.
     device: str | None = None
-    # What kind of board it makes (SUITE_KINDS): a standard track, a paper reproduction or a
-    # study.
-    kind: str = "paper"  # DEFAULT_KIND
+    # What kind of board it makes (KINDS): a standard track, a paper reproduction or a study.
+    kind: str = DEFAULT_KIND
 
 
 def suite_dir() -> Path:
+    """The shipped suite files (package data)."""
     return Path(str(resources.files("bench") / "suite" / "files"))
 
 
 def available_suites() -> list[str]:
+    """Names of the shipped suites (their files' stems)."""
     return sorted(p.stem for p in suite_dir().glob("*.toml"))
+
+
+def study_suites() -> dict[str, Path]:
+    """The research suites by name: every suite file (a .toml with a string `name` and a
+    [[task]] table, directly or one folder down) under the checkout's studies/ directory;
+    none without one. A file that does not parse is left out (`bench run --suite PATH`
+    says why)."""
+    from bench.core.places import studies_dir
+
+    root = studies_dir()
+    if root is None:
+        return {}
+    found: dict[str, Path] = {}
+    for path in sorted([*root.glob("*.toml"), *root.glob("*/*.toml")]):
+        name = _suite_name(path)
+        if name is not None:
+            found.setdefault(name, path)
+    return dict(sorted(found.items()))
+
+
+def _suite_name(path: Path) -> str | None:
+    """The `name` of a TOML file that looks like a suite, else None."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    name = raw.get("name")
+    return name if isinstance(name, str) and isinstance(raw.get("task"), list) else None
+
+
+def suite_kind(raw: dict[str, Any], default: str = DEFAULT_KIND) -> str:
+    """A parsed suite file's `kind` (checked by `parse_suite`), else `default`."""
+    kind = raw.get("kind", default)
+    return kind if kind in KINDS else default
 
 
 def selects(
@@ -148,7 +187,10 @@ def suite_file(name_or_path: str) -> Path:
         return path
     path = suite_dir() / f"{name_or_path}.toml"
     if not path.exists():
-        names = available_suites()
+        studies = study_suites()
+        if name_or_path in studies:
+            return studies[name_or_path]
+        names = sorted({*available_suites(), *studies})
         raise UnknownNameError(
             f"unknown suite '{name_or_path}'{did_you_mean(name_or_path, names)}; known "
             f"suites: {', '.join(names)} (or pass a .toml path)"
@@ -229,6 +271,15 @@ def _device(raw: dict[str, Any], source: str) -> str | None:
         raise _fail(source, str(exc)) from exc
 
 
+def _kind(raw: dict[str, Any], source: str) -> str:
+    """The suite's `kind` key: one of KINDS, "paper" when absent."""
+    kind = raw.get("kind", DEFAULT_KIND)
+    if kind not in KINDS:
+        hint = did_you_mean(str(kind), list(KINDS))
+        raise _fail(source, f"'kind' must be one of {', '.join(KINDS)}, got {kind!r}{hint}")
+    return kind
+
+
 def _entries(raw: dict[str, Any], kind: str, allowed: set[str], source: str) -> tuple[Entry, ...]:
     tables = raw.get(kind, [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -274,19 +325,6 @@ def _names(
     return tuple(names)
 
 
-SUITE_KINDS = ("track", "paper", "study")
-DEFAULT_KIND = "paper"  # a suite (and a board) that does not say
-
-
-def suite_kind(raw: dict[str, Any], source: str) -> str:
-    """The suite's `kind` (default "paper"); another value is a one-line error. The report
-    reads a shipped suite file's kind with it too (bench.report.board.suite_info)."""
-    kind = raw.get("kind", DEFAULT_KIND)
-    if kind not in SUITE_KINDS:
-        raise _fail(source, f"'kind' must be one of {', '.join(SUITE_KINDS)}, got {kind!r}")
-    return str(kind)
-
-
 def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
     """Validate a parsed TOML document and check every name and parameter it uses."""
     _check_keys(raw, _TOP_KEYS, "the top level", source)
@@ -305,7 +343,7 @@ def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
         attacks=_entries(raw, "attack", _ATTACK_KEYS, source),
         source=source,
         device=_device(raw, source),
-        kind=suite_kind(raw, source),
+        kind=_kind(raw, source),
     )
     _check_components(suite)
     return suite

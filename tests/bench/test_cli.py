@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -33,19 +34,49 @@ def _stored_jobs(store: Path) -> int:
 
 def test_list_shows_registered_components(monkeypatch, capsys) -> None:
     for kind, expected in [
-        ("tasks", "fmnist           [image; data installed] "),  # modality, data here?
+        ("tasks", "image [data installed]"),  # modality, data here?
         ("mechanisms", "gauss-input"),
         ("attacks", "inverter"),
-        ("suites", "smoke (v2; 36 jobs)\n    Plumbing check"),  # its board, its description
         ("metrics", "ssim"),
     ]:
         proc = cli_here(monkeypatch, capsys, "list", kind)
         assert proc.returncode == 0, proc.stderr
         assert expected in proc.stdout
-        if kind == "mechanisms":  # each with its paper, identity (no paper) without
-            lines = {line.split()[0]: line for line in proc.stdout.splitlines()}
-            assert lines["lucid"].endswith("Paper: https://arxiv.org/abs/2502.16519")
-            assert "Paper:" not in lines["identity"]
+        if kind == "tasks":
+            assert re.search(r"^fmnist +image \[data installed\] +Fashion-MNIST", proc.stdout, re.M)
+        assert max(len(line) for line in proc.stdout.splitlines()) <= 100
+    lines = cli_here(monkeypatch, capsys, "list", "mechanisms").stdout.splitlines()
+    notions = {line.split()[0]: line.split()[1] for line in lines if not line.startswith("(")}
+    assert notions["gauss-input"] == "ip" and notions["lucid"] == "idp"
+    assert notions["identity"] == "none" and notions["posthoc-ptr"] == "reconstruction"
+
+
+def test_list_mechanisms_params_gives_each_ones_paper_and_parameters(monkeypatch, capsys) -> None:
+    out = cli_here(monkeypatch, capsys, "list", "mechanisms", "--params").stdout
+    blocks = re.split(r"\n(?=\S)", out)
+    by_name = {block.split()[0]: block for block in blocks}
+    assert "    paper: https://arxiv.org/abs/2502.16519" in by_name["lucid"]
+    assert "paper:" not in by_name["identity"]
+    assert "    eps: float = " in by_name["gauss-input"]
+
+
+def test_list_mechanisms_by_notion(monkeypatch, capsys) -> None:
+    """The mechanisms whose claims compare: one notion's."""
+    out = cli_here(monkeypatch, capsys, "list", "mechanisms", "--notion", "ip").stdout
+    names = {line.split()[0] for line in out.splitlines() if not line.startswith("(")}
+    assert names == {"gauss-input", "gauss-output", "lap-output"}
+    proc = cli_here(monkeypatch, capsys, "list", "mechanisms", "--notion", "ipp")
+    _one_line_error(proc, "notion 'ipp' (did you mean 'ip'?)")
+
+
+def test_a_listing_is_kept_and_asked_again_without_importing(tmp_path, monkeypatch, capsys) -> None:
+    """The second `bench list mechanisms` with nothing changed answers from the kept
+    listing: no registry is read."""
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    first = cli_here(monkeypatch, capsys, "list", "mechanisms").stdout
+    assert list((tmp_path / "cache" / "listing").glob("*.json"))
+    monkeypatch.setattr("bench.cli.listing._import_components", lambda: pytest.fail("imported"))
+    assert cli_here(monkeypatch, capsys, "list", "mechanisms").stdout == first
 
 
 def test_help_everywhere(tmp_path) -> None:
@@ -198,12 +229,111 @@ def test_compare_exit_codes(tmp_path, monkeypatch, capsys) -> None:
     _one_line_error(compare(base, same, "--tolerance", "mse=abc"), "mse=abc")
 
 
-def test_list_suites_shows_versions_jobs_needs_and_whole_descriptions(monkeypatch, capsys) -> None:
-    monkeypatch.chdir(ROOT)
+def test_list_suites_is_a_table_of_kind_jobs_time_and_needs(monkeypatch, capsys) -> None:
     out = cli_here(monkeypatch, capsys, "list", "suites", cwd=ROOT).stdout
-    assert re.search(r"^lucid-adult \(v\d+; \d+ jobs\)$", out, re.MULTILINE)
-    assert "ip-cifar10 (v1; no committed board · needs full cifar10 data)" in out
+    lines = out.splitlines()
+    assert re.match(r"suite +kind +jobs +time \(2 cores\) +needs$", lines[0])
+    assert re.search(r"^smoke +paper +36 +~\d+ s +-$", out, re.MULTILINE)
+    assert re.search(r"^ip-cifar10 +paper +- +- +full cifar10 data$", out, re.MULTILINE)
+    assert lines[-1] == f"boards: {ROOT / 'leaderboards'} (the checkout)"
+    assert max(len(line) for line in lines) <= 100
     from bench.suite.read import load_suite
 
+    long = cli_here(monkeypatch, capsys, "list", "suites", "--long", cwd=ROOT).stdout
     default = load_suite("default").description
-    assert " ".join(default.split())[-60:] in " ".join(out.split())  # never cut
+    assert " ".join(default.split())[-60:] in " ".join(long.split())  # never cut
+
+
+def test_list_tracks_and_studies_by_kind(tmp_path, monkeypatch, capsys) -> None:
+    """A suite file's `kind` decides where it is listed; the suites of a checkout's
+    studies/ are studies unless they say otherwise; no studies/ is no study."""
+    from bench.suite import read
+
+    files = tmp_path / "files"
+    files.mkdir()
+    shutil.copy(read.suite_dir() / "smoke.toml", files / "smoke.toml")
+    track = (files / "smoke.toml").read_text().replace('name = "smoke"', 'name = "track-x"', 1)
+    (files / "track-x.toml").write_text('kind = "track"\n' + track)
+    studies = tmp_path / "studies"
+    (studies / "probe").mkdir(parents=True)
+    study = track.replace('name = "track-x"', 'name = "study-y"', 1)
+    (studies / "probe" / "suite.toml").write_text(study)
+    (studies / "notes.toml").write_text('title = "not a suite"\n')
+    monkeypatch.setattr(read, "suite_dir", lambda: files)
+    monkeypatch.setattr("bench.core.places.studies_dir", lambda: studies)
+    tracks = cli_here(monkeypatch, capsys, "list", "tracks").stdout
+    assert re.search(r"^track-x +track +- ", tracks, re.MULTILINE) and "smoke" not in tracks
+    assert re.search(r"^study-y +study ", cli_here(monkeypatch, capsys, "list", "studies").stdout,
+                     re.MULTILINE)  # fmt: skip
+    every = [line.split()[0] for line in cli_here(monkeypatch, capsys, "list", "suites").stdout
+             .splitlines()[1:-2]]  # fmt: skip
+    assert every == ["track-x", "smoke", "study-y"]  # tracks, papers, studies
+    assert read.suite_file("study-y") == studies / "probe" / "suite.toml"
+    monkeypatch.setattr("bench.core.places.studies_dir", lambda: None)
+    none = cli_here(monkeypatch, capsys, "list", "studies").stdout
+    assert none.startswith("no suites of kind study here")
+
+
+def test_a_suite_kind_is_one_of_three(tiny_suite) -> None:
+    from bench.core.errors import SuiteFileError
+    from bench.suite.read import load_suite
+
+    assert load_suite(str(tiny_suite)).kind == "paper"
+    tiny_suite.write_text('kind = "track"\n' + tiny_suite.read_text())
+    assert load_suite(str(tiny_suite)).kind == "track"
+    tiny_suite.write_text(tiny_suite.read_text().replace('"track"', '"tracks"', 1))
+    with pytest.raises(SuiteFileError, match="got 'tracks' \\(did you mean 'track'\\?\\)"):
+        load_suite(str(tiny_suite))
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["list", "suite"], "cannot list 'suite' (did you mean 'suites'?)"),
+        (["list", "trakcs"], "(did you mean 'tracks'?)"),
+        (["reproduce", "postoc"], "paper 'postoc' (did you mean 'posthoc'?)"),
+        (["status", "--suite", "smokee"], "unknown suite 'smokee' (did you mean 'smoke'?)"),
+        (["leaderboard", "--suite", "smoek"], "unknown suite 'smoek' (did you mean 'smoke'?)"),
+        (["run", "--suite", "smoke", "--mechanism", "gauss-inptu", "--dry-run"],
+         "suite smoke has no mechanism 'gauss-inptu' (did you mean 'gauss-input'?)"),
+        (["run", "--suite", "smoke", "--attack", "inverterr", "--dry-run"],
+         "has no attack 'inverterr' (did you mean 'inverter'?)"),
+        (["validate", "gauss-inptu"], "unknown mechanism 'gauss-inptu' (did you mean"),
+        (["validate", "gauss-input", "--task", "fmnsit"], "unknown task 'fmnsit' (did you mean"),
+        (["compare", "a.json", "b.json", "--tolerance", "sim=0.1"],
+         "unknown metric 'sim' (did you mean 'ssim'?)"),
+        (["attack-report", "--suite", "atacks"], "(did you mean 'attacks'?)"),
+    ],
+)  # fmt: skip
+def test_every_typed_name_gets_did_you_mean(tmp_path, args, fragment, monkeypatch, capsys) -> None:
+    _one_line_error(cli_here(monkeypatch, capsys, *args, cwd=tmp_path), fragment)
+
+
+def test_leaderboard_without_store_uses_the_suites_last_run_here(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    from bench.report.tools.status_cache import remember_store
+    from bench.store.results import ResultStore
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    ResultStore(tmp_path / "runs" / "S").close()  # a store that holds no job yet
+    remember_store("smoke", tmp_path / "runs" / "S")
+    proc = cli_here(monkeypatch, capsys, "leaderboard", "--suite", "smoke")
+    store = (tmp_path / "runs" / "S").resolve()
+    assert proc.stdout == f"store: {store} (the last `bench run --suite smoke` here)\n"
+    _one_line_error(proc, f"36 of 36 jobs of suite smoke are not in {store}")
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    proc = cli_here(monkeypatch, capsys, "leaderboard", "--suite", "smoke", cwd=elsewhere)
+    _one_line_error(proc, "no result store at .bench/results.sqlite")  # the default there
+
+
+def test_a_refused_or_dry_run_records_no_store(tmp_path, monkeypatch, capsys) -> None:
+    from bench.report.tools.status_cache import last_store
+
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "S").write_text("not a store")
+    cli_here(monkeypatch, capsys, "run", "--suite", "smoke", "--store", "S", cwd=tmp_path)
+    cli_here(monkeypatch, capsys, "run", "--suite", "smoke", "--dry-run", cwd=tmp_path)
+    assert last_store("smoke") is None

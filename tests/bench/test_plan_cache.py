@@ -18,7 +18,7 @@ from bench.run import warm as plan_cache
 from bench.run.plan import expand
 from bench.run.warm import load_plan, plan_key
 from bench.suite.read import load_suite
-from tests.conftest import ROOT, TINY_SUITE, tiny_run_args
+from tests.conftest import TINY_SUITE, cli_env, tiny_run_args
 
 SUITE_WITH_PATH = TINY_SUITE.replace('name = "fmnist"', 'name = "fmnist"\ndata_root = "local"', 1)
 
@@ -50,8 +50,10 @@ def test_the_key_is_stable_and_moves_with_every_input(inputs, monkeypatch) -> No
         "data file added": lambda: (inputs / "data" / "c.bin").write_bytes(b""),
         "option path's file touched": lambda: os.utime(inputs / "local" / "b.bin", ns=(1, 1)),
         "suite file edited": lambda: (inputs / "s.toml").write_text(SUITE_WITH_PATH + "\n"),
-        "BENCH_ variable": lambda: monkeypatch.setenv("BENCH_CACHE", str(inputs / "c")),
+        "BENCH_ variable": lambda: monkeypatch.setenv("BENCH_CPU_ISA", "native"),
     }
+    monkeypatch.setenv("BENCH_CACHE", str(inputs / "c"))  # where plans live: not a key input
+    assert _key() == first
     seen = {first}
     arguments = {"seeds": {"seeds": 3}, "device": {"device": "cpu"}}
     for what, change in changes.items():
@@ -85,7 +87,7 @@ def _bench_in_fresh_python(cwd: Path, *args: str) -> tuple[str, bool]:
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
         "print('TORCH', 'torch' in sys.modules)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = cli_env(cwd)
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, check=True
     )
@@ -95,16 +97,17 @@ def _bench_in_fresh_python(cwd: Path, *args: str) -> tuple[str, bool]:
 
 @pytest.mark.slow
 def test_a_warm_rerun_needs_no_torch_and_a_changed_store_goes_the_full_way(
-    tmp_path, tiny_run
+    tmp_path, tiny_run, monkeypatch
 ) -> None:
     first_dir, first_stdout = tiny_run
     shutil.copytree(first_dir, tmp_path, dirs_exist_ok=True)
     suite = Path("tiny.toml")  # as the session's run named it, so the plan's key matches
     key = plan_key(str(tmp_path / suite), None, None)
-    plans = list((tmp_path / "cache" / "plans").glob("*.json"))
-    assert len(plans) == 1
+    plans = list((tmp_path / "cache" / "plans").glob("*.json"))  # BENCH_CACHE=cache (run_cli)
+    assert len(plans) == 1 and plans[0].stem.startswith(f"{key}-")
     # The plan lists exactly the jobs the full expansion lists.
-    plan = load_plan(tmp_path / "r.sqlite", plans[0].stem)
+    monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))  # where the runs keep it
+    plan = load_plan(tmp_path / "r.sqlite", str(key))
     assert plan is not None
     jobs = expand(load_suite(str(tmp_path / suite)))
     assert plan.jobs == [(j.hash, j.task, j.mechanism, j.attack) for j in jobs]

@@ -18,7 +18,15 @@ import pytest
 
 from bench.run.plan import expand
 from bench.suite.read import load_suite
-from tests.conftest import ROOT, SMOKE_ARGS, cli_here, run_cli, start_cli, tiny_run_args
+from tests.conftest import (
+    ROOT,
+    SMOKE_ARGS,
+    cli_env,
+    cli_here,
+    run_cli,
+    start_cli,
+    tiny_run_args,
+)
 
 
 def _rows(store: Path, table: str) -> int:
@@ -233,3 +241,41 @@ def test_a_worker_whose_driver_died_ends_itself() -> None:
     while _running(worker_pid) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _running(worker_pid), "the orphaned worker kept running"
+
+
+def test_leaderboard_reads_the_store_the_suites_run_used(smoke_run, tmp_path) -> None:
+    """`bench run --suite smoke --store S`, then `bench leaderboard --suite smoke` from the
+    same directory: the board comes from S, and the first line says so."""
+    where, _ = smoke_run
+    shutil.copytree(where, tmp_path, dirs_exist_ok=True)
+    run_cli(*SMOKE_ARGS, cwd=tmp_path, check=True)  # nothing to run: it only records S
+    proc = run_cli("leaderboard", "--suite", "smoke", "--out", "again", cwd=tmp_path, check=True)
+    store = (tmp_path / "r.sqlite").resolve()
+    said = f"store: {store} (the last `bench run --suite smoke` here)"
+    assert proc.stdout.splitlines()[0] == said
+    rows = lambda d: json.loads((tmp_path / d / "leaderboard.json").read_text())["rows"]  # noqa: E731
+    assert rows("again") == rows("lb")
+
+
+def test_a_piped_run_prints_a_line_per_finished_job_and_one_per_10_s(smoke_run, tmp_path) -> None:
+    """`bench run --suite smoke` with its output piped (a CI log): a first line with the
+    ETA, a line as each job ends, and never 10 s without a line (counted over the run)."""
+    where, _ = smoke_run
+    shutil.copytree(where / "cache", tmp_path / "cache")  # warm artifacts; every job runs
+    args = ["run", "--suite", "smoke", "--store", "piped.sqlite", "--out", "lb", "--jobs", "2"]
+    with open(tmp_path / "stderr.txt", "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.cli.app", *args],
+            cwd=tmp_path, env=cli_env(tmp_path), stdout=subprocess.PIPE, stderr=err, text=True,
+        )  # fmt: skip
+        start, lines = time.monotonic(), []
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append((time.monotonic() - start, line.rstrip("\n")))
+        assert proc.wait() == 0, (tmp_path / "stderr.txt").read_text()
+    n = len(expand(load_suite("smoke")))
+    assert re.fullmatch(rf"{n} jobs to run, eta \d+:\d\d \(from committed boards\)", lines[0][1])
+    progress = [(t, text) for t, text in lines if text.startswith("[")]
+    assert sum(": done " in text for _, text in progress) == n
+    last = progress[-1][0]
+    assert len(progress) + 1 >= last // 10, lines  # at least one line per 10 s of the run

@@ -35,7 +35,7 @@ def leaderboard_json(
     kind: str | None = None,
 ) -> str:
     """The leaderboard document as indented JSON text (strict: no NaN / inf); `kind` (the
-    suite's, bench.suite.read.SUITE_KINDS) is written when given: a board without it reads
+    suite's, bench.suite.read.KINDS) is written when given: a board without it reads
     as a paper board (bench.report.board.load.board_kind)."""
     doc: dict[str, Any] = {
         "suite": suite,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError
-from bench.suite.read import DEFAULT_KIND, SUITE_KINDS
+from bench.suite.read import DEFAULT_KIND, KINDS
 
 ROW_KEYS = ("task", "mechanism", "params", "guarantee", "attack", "seeds", "metrics")
 
@@ -77,8 +77,8 @@ def validate_leaderboard(doc: Any, source: str) -> dict[str, Any]:
     bad = [k for k in TOP_KEYS[:4] if not isinstance(doc[k], str)]
     if bad:
         raise BenchError(f"leaderboard {source}: {bad} must be strings")
-    if doc.get("kind", DEFAULT_KIND) not in SUITE_KINDS:
-        raise BenchError(f"leaderboard {source}: 'kind' must be one of {', '.join(SUITE_KINDS)}")
+    if doc.get("kind", DEFAULT_KIND) not in KINDS:
+        raise BenchError(f"leaderboard {source}: 'kind' must be one of {', '.join(KINDS)}")
     if not isinstance(doc["rows"], list):
         raise BenchError(f"leaderboard {source}: 'rows' must be a list")
     for i, row in enumerate(doc["rows"]):
@@ -89,7 +89,7 @@ def validate_leaderboard(doc: Any, source: str) -> dict[str, Any]:
 
 
 def board_kind(doc: dict[str, Any]) -> str:
-    """What a board is (bench.suite.read.SUITE_KINDS): its document's `kind`, and "paper" for
+    """What a board is (bench.suite.read.KINDS): its document's `kind`, and "paper" for
     a board written before boards said."""
     return str(doc.get("kind") or DEFAULT_KIND)
 

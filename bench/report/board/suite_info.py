@@ -38,11 +38,11 @@ def suite_description(suite: str) -> str:
 
 def declared_kind(suite: str) -> str | None:
     """The kind the shipped suite file declares (its `kind` key), None when it declares none
-    or is not shipped; an invalid value is the suite file's one-line error."""
+    or is not shipped (an invalid value reads as the default; loading the suite refuses it)."""
     raw = shipped_suite(suite)
     if "kind" not in raw:
         return None
-    return suite_kind(raw, f"{suite_dir() / suite}.toml")
+    return suite_kind(raw)
 
 
 def shipped_kinds() -> dict[str, str]:

@@ -72,14 +72,40 @@ def test_data_dir_env_then_checkout_then_platform(monkeypatch, tmp_path) -> None
     assert locations.data_dir() == Path(platformdirs.user_data_dir("bench-privacy"))
 
 
-def test_cache_dir_env_then_beside_the_store_then_platform(monkeypatch, tmp_path) -> None:
+def test_cache_dir_env_then_beside_the_default_store_then_platform(monkeypatch, tmp_path) -> None:
+    """Artifacts go beside a store only inside bench's own .bench/ directory of a checkout
+    (the default store's): a store named elsewhere gets no cache/ beside it."""
+    from bench.core import places
+
     monkeypatch.delenv("BENCH_CACHE", raising=False)
-    store = tmp_path / "runs" / "results.sqlite"
-    assert locations.cache_dir(store) == tmp_path / "runs" / "cache"
-    monkeypatch.setattr(locations, "checkout_root", lambda: None)
-    assert locations.cache_dir(store).is_relative_to(platformdirs.user_cache_dir("bench-privacy"))
+    platform = platformdirs.user_cache_dir("bench-privacy")
+    own = tmp_path / ".bench" / "results.sqlite"
+    assert places.artifact_cache_dir(own) == tmp_path / ".bench" / "cache"
+    named = tmp_path / "runs" / "results.sqlite"
+    assert places.artifact_cache_dir(named).is_relative_to(platform)
+    assert places.artifact_cache_dir(Path("S")).is_relative_to(platform)  # never ./cache
+    monkeypatch.setattr(places, "checkout_root", lambda: None)
+    assert places.artifact_cache_dir(own).is_relative_to(platform)
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "c"))
-    assert locations.cache_dir(store) == tmp_path / "c"
+    assert places.artifact_cache_dir(named) == tmp_path / "c"
+    assert places.answers_dir() == tmp_path / "c"
+    monkeypatch.delenv("BENCH_CACHE")
+    assert places.answers_dir() == Path(platform)
+
+
+def test_boards_are_found_from_any_directory(monkeypatch, tmp_path) -> None:
+    """--root, else the checkout bench runs from, else the checkout the current directory
+    is in, else the copy installed with the package."""
+    from bench.core import places
+
+    monkeypatch.chdir(tmp_path)
+    assert places.boards_root().path == ROOT / "leaderboards"
+    assert places.boards_root(tmp_path).line() == f"boards: {tmp_path} (--root)"
+    monkeypatch.setattr(places, "checkout_root", lambda: None)  # an installed copy
+    assert places.boards_root().installed
+    assert places.boards_root().path == places.packaged_boards()
+    monkeypatch.chdir(ROOT / "bench" / "suite")  # inside a checkout
+    assert places.boards_root().line() == f"boards: {ROOT / 'leaderboards'} (the current checkout)"
 
 
 def test_a_missing_file_names_bench_data_fetch(monkeypatch, tmp_path) -> None:

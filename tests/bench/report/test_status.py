@@ -43,7 +43,7 @@ def test_cli_check_fails_on_a_stale_board_only(tmp_path: Path, monkeypatch, caps
     args = ("status", "--suite", "smoke", "--boards", str(boards), "--check")
     proc = cli_here(monkeypatch, capsys, *args)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("smoke  current  (board of ")
+    assert proc.stdout.startswith(f"boards: {boards} (--root)\nsmoke  current  (board of ")
 
     shutil.rmtree(boards)
     _board(boards, suite_version=suite.version, code_version="0.1.0+0000000000")
@@ -76,7 +76,7 @@ def test_a_second_status_reuses_the_check_until_the_suite_file_changes(
     args = ("status", "--suite", str(suite_path), "--boards", str(boards))
     first = cli_here(monkeypatch, capsys, *args)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith("smoke  current  (board of ")
+    assert first.stdout.splitlines()[1].startswith("smoke  current  (board of ")
 
     listed: list[str] = []
     expanded = lambda *a, **k: listed.append("expanded") or jobs  # noqa: E731
