@@ -552,19 +552,6 @@ def _order(item: Item) -> tuple[int, int, str]:
 # ----------------------------------------------------------------------------- notions
 
 
-def claim_tuple(guarantee: Any) -> tuple[Any, ...]:
-    """(notion, eps, delta, radius, distance): the form a family's `applies` reads."""
-    p = guarantee.params
-    eps, radius = p.get("eps"), p.get("radius")
-    return (
-        guarantee.notion,
-        None if eps is None else float(eps),
-        float(p.get("delta", 0.0) or 0.0),
-        None if radius is None else float(radius),
-        guarantee.distance,
-    )
-
-
 INPUT_PAIR = "the input-pair audit (`bench.certify.audit.core`)"
 
 
@@ -592,7 +579,7 @@ def declared() -> list[Declared]:
         guarantee = cls().guarantee()
         spec = notion_spec(guarantee.notion)
         family = registered_audit(cls)
-        if family is not None and family.applies(claim_tuple(guarantee)):
+        if family is not None and family.applies(guarantee.claim()):
             audit = f"`{family.audit.__module__}.{family.audit.__name__}`"
         elif spec.input_pair_audit:
             audit = INPUT_PAIR

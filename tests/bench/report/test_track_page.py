@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from bench.report.board.curves import curves_png, mechanism_family, plot_data
 from bench.report.board.labels import WORST_CASE
 from bench.report.board.load import board_kind, validate_leaderboard
 from bench.report.board.write import refresh_board, write_leaderboard
-from bench.suite.read import load_suite, suite_kind
+from bench.suite.read import load_suite, parse_suite, suite_dir, suite_kind
 from tests.bench.report.test_leaderboard import STAMP
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -143,9 +144,10 @@ def test_a_mechanism_no_package_registers_is_its_own_family() -> None:
 
 def test_the_suite_kind_is_validated_and_defaults_to_paper() -> None:
     assert load_suite("track-fmnist").kind == "track"
-    assert suite_kind({}, "s.toml") == "paper"
+    assert suite_kind({}) == "paper"
+    raw = tomllib.loads((suite_dir() / "track-fmnist.toml").read_text())
     with pytest.raises(SuiteFileError, match="'kind' must be one of track, paper, study"):
-        suite_kind({"kind": "benchmark"}, "s.toml")
+        parse_suite({**raw, "kind": "benchmark"}, "s.toml")
     assert board_kind({"suite": "x"}) == "paper"
     doc = {"suite": "x", "suite_version": "1", "generated_at": STAMP, "code_version": "c+1"}
     with pytest.raises(BenchError, match="'kind' must be one of"):
