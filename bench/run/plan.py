@@ -1,7 +1,8 @@
 """A suite's jobs (`expand`), each with the code version of the parts it uses
 (`code_hash_of`): the modules of its task, mechanism and attack classes and what they import,
-the harness, and the audit for the utility jobs that run it. The record itself is
-bench.run.job.Job."""
+the harness, and the audit for the utility jobs that run it; for a plug-in's class, also its
+own package's code and its distribution's name and version (`plugin_modules_of`). The
+record itself is bench.run.job.Job."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.certify.audit.registry import audit_modules
-from bench.core.codeversion import AUDIT_PACKAGE, module_files
+from bench.core.codeversion import AUDIT_PACKAGE, module_files, plugin_identity, top_package
 from bench.core.codeversion import RESULT_NEUTRAL as RESULT_NEUTRAL  # re-exported (tests)
 from bench.core.codeversion import code_files as code_files  # re-exported (tests)
 from bench.core.device import jobs_device
 from bench.core.errors import ConfigError
-from bench.core.hashing import files_digest
+from bench.core.hashing import digest, files_digest
 from bench.core.preflight import MAX_SEEDS
 from bench.core.project import in_project
 from bench.core.threads import threads_for
@@ -57,10 +58,30 @@ def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
     return files
 
 
+def plugin_modules_of(*classes: type) -> tuple[str, ...]:
+    """The modules of the classes that are not the project's, and of their bases from the
+    same top-level package: the plug-in code a job's code version adds (empty for a job of
+    the project's own components)."""
+    modules: set[str] = set()
+    for cls in classes:
+        if in_project(cls.__module__):
+            continue
+        package = top_package(cls.__module__)
+        modules |= {b.__module__ for b in cls.__mro__ if top_package(b.__module__) == package}
+    return tuple(sorted(modules))
+
+
 @cache
 def code_hash_of(*classes: type, audited: bool = False) -> str:
-    """Code version of the parts a job uses (the files of `code_files_of`)."""
-    return files_digest(sorted(code_files_of(*classes, audited=audited)))
+    """Code version of the parts a job uses: the files of `code_files_of`, and for a job
+    with a plug-in's class, that plug-in's code and distribution too
+    (bench.core.codeversion.plugin_identity). A job of the project's own classes has no
+    plug-in part, so its hash is exactly the digest of its project files."""
+    project = files_digest(sorted(code_files_of(*classes, audited=audited)))
+    plugin = plugin_identity(*plugin_modules_of(*classes))
+    if plugin is None:
+        return project
+    return digest({"project": project, "plugin": plugin})
 
 
 def _infers_membership(attack_cls: type) -> bool:
