@@ -1,7 +1,9 @@
 """Suite files: a named, versioned grid of tasks x mechanisms (parameter sweeps) x attacks
 x seeds, stored as TOML under bench/suite/files/ (or given by path). Unknown keys are errors.
 An optional top-level `device` (cpu, cuda, cuda:N, mps, auto; bench.core.device) says where its
-jobs run; `bench run --device` overrides it.
+jobs run; `bench run --device` overrides it. An optional `job_timeout` (seconds, a positive
+number) is how long any of its jobs may run before it is stopped as a failure
+(bench.run.timeouts); `bench run --job-timeout` overrides it.
 
 Example:
 
@@ -51,6 +53,7 @@ _TOP_KEYS = {
     "seeds",
     "attack_samples",
     "device",
+    "job_timeout",
     "task",
     "mechanism",
     "attack",
@@ -107,6 +110,9 @@ class Suite:
     # Where the suite's jobs run unless `bench run --device` says otherwise (bench.core.device);
     # None: the CPU.
     device: str | None = None
+    # Seconds any job may run (bench.run.timeouts) unless `bench run --job-timeout` says
+    # otherwise; None: the default from the job's kind.
+    job_timeout: float | None = None
 
 
 def suite_dir() -> Path:
@@ -225,6 +231,18 @@ def _device(raw: dict[str, Any], source: str) -> str | None:
         raise _fail(source, str(exc)) from exc
 
 
+def _job_timeout(raw: dict[str, Any], source: str) -> float | None:
+    """The suite's `job_timeout` key in seconds (bench.run.timeouts), None when absent."""
+    if "job_timeout" not in raw:
+        return None
+    from bench.run.timeouts import checked_timeout
+
+    try:
+        return checked_timeout(raw["job_timeout"], "'job_timeout'")
+    except ConfigError as exc:
+        raise _fail(source, str(exc)) from exc
+
+
 def _entries(raw: dict[str, Any], kind: str, allowed: set[str], source: str) -> tuple[Entry, ...]:
     tables = raw.get(kind, [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -288,6 +306,7 @@ def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
         attacks=_entries(raw, "attack", _ATTACK_KEYS, source),
         source=source,
         device=_device(raw, source),
+        job_timeout=_job_timeout(raw, source),
     )
     _check_components(suite)
     return suite

@@ -19,7 +19,7 @@ import pytest
 
 from bench.core.errors import JobsFailedError
 from bench.metrics import MetricResult
-from bench.run.executors import JobFailure, LocalExecutor, _unwrap, attempt
+from bench.run.executors import InlineExecutor, JobFailure, _unwrap, attempt
 from bench.run.job import Job
 from bench.run.kinds.reconstruction import JobOutcome
 from bench.run.plan import expand
@@ -281,7 +281,7 @@ def test_attempt_returns_a_jobs_error_and_lets_ctrl_c_through(monkeypatch) -> No
         return JobOutcome(METRICS, {"notion": "none"}, 0.1)
 
     monkeypatch.setattr("bench.run.executors.run_job_of_kind", run_job)
-    results = list(LocalExecutor(1).run([stub_job(0), stub_job(1)], Path("."), False))
+    results = list(InlineExecutor().run([stub_job(0), stub_job(1)], Path("."), False))
     assert isinstance(results[0][1], JobOutcome)
     failure = results[1][1]
     assert isinstance(failure, JobFailure)
