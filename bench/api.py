@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from bench.run.executors import Executor
     from bench.run.job import Job
     from bench.run.runner import FailedJob, RunSummary
+    from bench.run.timeouts import JobTimeouts
     from bench.store.results import ResultStore
     from bench.suite.read import Suite, SuiteSource
 
@@ -87,13 +88,14 @@ class RunFailedError(JobsFailedError):
 @dataclass(frozen=True)
 class RunOptions:
     """How a run runs its plan: the executor, progress display, lease timeout, failure
-    budget and what to call as each job fails."""
+    budget, what to call as each job fails, and the --job-timeout (bench.run.timeouts)."""
 
     runner: Executor
     progress: bool
     lease_timeout: float
     max_failures: int | None
     on_failure: Callable[[FailedJob], None] | None
+    job_timeout: float | None = None
 
 
 def plan(
@@ -132,8 +134,11 @@ def run(
     lease_timeout: float | None = None,
     on_failure: Callable[[FailedJob], None] | None = None,
     max_failures: int | None = None,
+    job_timeout: float | None = None,
 ) -> RunSummary:
-    """Run the plan's selected jobs that `store` lacks (bench.run.runner.run_jobs)."""
+    """Run the plan's selected jobs that `store` lacks (bench.run.runner.run_jobs), each
+    within its time limit (`run_timeouts`: `job_timeout` seconds, else the suite's, else
+    the default from the job's kind)."""
     from bench.run.runner import run_jobs
 
     pin_cpu_math()
@@ -146,7 +151,22 @@ def run(
         lease_timeout=lease_timeout,
         on_failure=on_failure,
         max_failures=max_failures,
+        limit_of=run_timeouts(planned, store, job_timeout).limit,
     )
+
+
+def run_timeouts(planned: RunPlan, store: ResultStore, job_timeout: float | None) -> JobTimeouts:
+    """The time limits of a run's jobs (bench.run.timeouts): `job_timeout`, else the suite's
+    `job_timeout`, else max(30 min, 10 x the mean job time of its kind), the mean from
+    `store`, else from the committed board of the suite."""
+    from bench.report.tools.estimate import committed_job_seconds
+    from bench.run.timeouts import job_timeouts
+    from bench.suite.catalog import committed_boards
+
+    if job_timeout is not None or planned.suite.job_timeout is not None:
+        return job_timeouts(job_timeout, planned.suite.job_timeout, {}, {})
+    board = committed_job_seconds(committed_boards() / planned.suite.name)
+    return job_timeouts(None, None, store.mean_durations(), board)
 
 
 def stored_count(planned: RunPlan, store: ResultStore) -> tuple[int, int]:
@@ -205,6 +225,64 @@ def _read_or_none(suite: str | SuiteSource) -> SuiteSource | None:
         return None
 
 
+def is_shipped(source: SuiteSource | None) -> bool:
+    """Whether a suite was read from bench's own suite files (bench/suite/files/): only
+    those write the committed boards under leaderboards/ by default."""
+    from bench.suite.read import suite_dir
+
+    return source is not None and source.path.resolve().parent == suite_dir().resolve()
+
+
+def suite_board(out_dir: Path | None, name: str, source: SuiteSource | None) -> tuple[Path, str]:
+    """Where a run of the suite `name` read from `source` writes its board
+    (bench.core.preflight.board_dir: `out_dir`, else leaderboards/NAME for a shipped suite,
+    else .bench/leaderboards/NAME), and the line saying so when it is not where the
+    committed board of that name lives ("" otherwise)."""
+    from bench.suite.read import available_suites
+
+    shipped = out_dir is not None or is_shipped(source)
+    board = board_dir(out_dir, name, shipped=shipped)
+    if shipped:
+        return board, ""
+    where = source.path if source is not None else name
+    if name in available_suites():
+        return board, (
+            f"suite {name} from {where} is named like the shipped suite {name}: its board "
+            f"goes to {board}, not the committed leaderboards/{name} (--out DIR to choose)"
+        )
+    return board, (
+        f"suite {name} from {where} is not a shipped suite: its board goes to {board} "
+        "(--out DIR to choose)"
+    )
+
+
+def _warm_outcome(
+    key: str | None,
+    source: SuiteSource | None,
+    store_path: Path,
+    out_dir: Path | None,
+    filters: dict[str, str | None],
+) -> RunOutcome | None:
+    """What a run prints when its kept plan (bench.run.warm) shows nothing to do and its
+    board current and valid; None when the full run must decide (no plan, a name no board
+    can have, anything changed)."""
+    from bench.core.preflight import SUITE_NAME
+
+    name = source.raw.get("name") if source is not None else None
+    if key is None or not isinstance(name, str) or not SUITE_NAME.fullmatch(name):
+        return None
+    from bench.run.warm import warm_rerun
+
+    try:
+        board, note = suite_board(out_dir, name, source)
+    except BenchError:
+        return None
+    lines = warm_rerun(key, store=store_path, out=board, **filters)
+    if lines is None:
+        return None
+    return RunOutcome(name, None, [], [*lines, *([note] if note else [])])
+
+
 def _plan_key(
     source: SuiteSource | None, seeds: int | None, device: str | None, executor: object
 ) -> str | None:
@@ -233,6 +311,7 @@ def run_suite(
     progress: bool = False,
     max_failures: int | None = None,
     on_failure: Callable[[FailedJob], None] | None = None,
+    job_timeout: float | None = None,
 ) -> RunOutcome:
     """Run a suite's pending jobs and publish its leaderboard once every job is stored.
 
@@ -242,19 +321,23 @@ def run_suite(
     filters, the cache and board directories are checked, the pending jobs run on
     `executor` ("local" with `workers` processes, "ray" at `address`, or an Executor), the
     board is written (left alone when nothing ran and it is current) with the site index
-    beside it, and the plan is kept for the next warm rerun. RunFailedError when jobs
-    failed: the others are stored and running it again runs only the failed ones.
+    beside it, and the plan is kept for the next warm rerun. Every job runs within its
+    time limit (`run_timeouts`). A suite read from a file of one's own writes its board
+    under .bench/leaderboards/ unless `out_dir` says where (`suite_board`), never over a
+    committed board. RunFailedError when jobs failed: the others are stored and running it
+    again runs only the failed ones.
     """
+    from bench.run.timeouts import checked_timeout
+
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
+    if job_timeout is not None:  # refused before anything is read or written
+        checked_timeout(job_timeout, "--job-timeout")
     check_store_path(store_path)  # at once: a FIFO store would block the open forever
     source = _read_or_none(suite)
     key = _plan_key(source, seeds, device, executor)
-    if key is not None:
-        from bench.run.warm import warm_rerun
-
-        lines = warm_rerun(key, store=store_path, out=out_dir, **filters)
-        if lines is not None:
-            return RunOutcome(str(source.raw.get("name", suite)), None, [], lines)
+    warm = _warm_outcome(key, source, store_path, out_dir, filters)
+    if warm is not None:
+        return warm
     from bench.run.executors import make_executor
     from bench.run.runner import lease_timeout_s
 
@@ -264,13 +347,17 @@ def run_suite(
     planned = plan(source or suite, seeds=seeds, device=device, check_device=executor != "ray",
                    **filters)  # fmt: skip
     # What the run writes is checked before the store is opened: a refusal leaves no file.
-    cache_root, board = checked_cache_root(store_path), board_dir(out_dir, planned.suite.name)
+    cache_root = checked_cache_root(store_path)
+    board, note = suite_board(out_dir, planned.suite.name, source)
     check_dir_target(board, "leaderboard directory")
     timeout = lease_timeout_s()  # a bad BENCH_LEASE_TIMEOUT is refused before the store opens
-    return _run_and_publish(
+    outcome = _run_and_publish(
         planned, store_path, cache_root, board, key,
-        RunOptions(runner, progress, timeout, max_failures, on_failure),
+        RunOptions(runner, progress, timeout, max_failures, on_failure, job_timeout),
     )  # fmt: skip
+    if note:
+        outcome.lines.append(note)
+    return outcome
 
 
 def _run_and_publish(
@@ -292,8 +379,8 @@ def _run_and_publish(
         try:
             summary = run(planned, db, cache_root, executor=options.runner,
                           progress=options.progress, lease_timeout=options.lease_timeout,
-                          on_failure=options.on_failure,
-                          max_failures=options.max_failures)  # fmt: skip
+                          on_failure=options.on_failure, max_failures=options.max_failures,
+                          job_timeout=options.job_timeout)  # fmt: skip
         except (OSError, sqlite3.Error) as exc:  # SQLite's errors are the store's
             where = f"store {store_path}" if isinstance(exc, sqlite3.Error) else "a file of the run"
             raise during_run(exc, where) from exc
@@ -339,7 +426,9 @@ def publish_from_store(
     from bench.run.publish import expand_suite
     from bench.store.guard import open_store
 
-    loaded, all_jobs = expand_suite(suite, seeds=seeds, device=device, check_device=False)
+    source = _read_or_none(suite)
+    loaded, all_jobs = expand_suite(source or suite, seeds=seeds, device=device,
+                                    check_device=False)  # fmt: skip
     if not store_path.exists():
         raise BenchError(f"no result store at {store_path}; run `bench run --suite {suite}` first")
     planned = RunPlan(loaded, all_jobs, all_jobs)
@@ -351,7 +440,7 @@ def publish_from_store(
                 f"{total - stored} of {total} jobs of suite {loaded.name} are not in "
                 f"{store_path}; run `bench run --suite {suite}` first"
             )
-        board = board_dir(out_dir, loaded.name)
+        board = suite_board(out_dir, loaded.name, source)[0]
         check_dir_target(board, "leaderboard directory")
         try:
             return publish(planned, db, board) or []

@@ -22,6 +22,9 @@ from bench.core.errors import BenchError, ConfigError
 # and '.', not leading with '.', so that neither '.', '..' nor a hidden name is possible.
 SUITE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 BOARDS_ROOT = Path("leaderboards")
+# Where the boards of suites read from files of one's own go without --out: beside the
+# default store, out of the committed leaderboards/ (bench.api.run_suite says so in a line).
+USER_BOARDS_ROOT = Path(".bench") / "leaderboards"
 # More seeds than any study needs: `seeds = 9223372036854775807` (a suite's, or
 # `bench run --seeds`) is refused at once, not expanded until memory runs out.
 MAX_SEEDS = 1000
@@ -37,16 +40,19 @@ def check_suite_name(name: str, where: str) -> str:
     return name
 
 
-def board_dir(out: Path | None, suite: str) -> Path:
-    """Where a suite's leaderboard goes: `out`, else leaderboards/SUITE, which must resolve
-    to a directory directly inside leaderboards/ (never the site index's own directory)."""
+def board_dir(out: Path | None, suite: str, *, shipped: bool = True) -> Path:
+    """Where a suite's leaderboard goes: `out`, else, for a shipped suite,
+    leaderboards/SUITE (the committed boards), and for a suite read from any other file
+    .bench/leaderboards/SUITE, so that a suite of one's own never writes over a committed
+    board, whatever its name. The default must resolve to a directory directly inside its
+    root (never the site index's own directory)."""
     if out is not None:
         return out
-    path = BOARDS_ROOT / suite
-    root = BOARDS_ROOT.resolve()
-    if path.resolve().parent != root:
+    root = BOARDS_ROOT if shipped else USER_BOARDS_ROOT
+    path = root / suite
+    if path.resolve().parent != root.resolve():
         raise ConfigError(
-            f"suite {suite!r}: leaderboard directory {path} resolves outside {BOARDS_ROOT}/; "
+            f"suite {suite!r}: leaderboard directory {path} resolves outside {root}/; "
             "rename the suite or pass --out DIR"
         )
     return path
