@@ -3,8 +3,10 @@ cache, leaderboard directory) is usable, the leaderboard stays inside its direct
 the run-time settings are valid. Each failure is a one-line ConfigError (exit 2) naming the
 path and the fix, so a refused run leaves no file behind and no job runs in vain.
 
-Nothing here creates a file or a directory: a path that does not exist yet is judged by
-its nearest existing ancestor (a directory this user may write into).
+A path that does not exist yet is judged by its nearest existing ancestor. A directory is
+writable when a file can really be created in it: a probe file is created there and removed
+at once (permission bits say nothing for root, nor for a read-only or virtual filesystem
+such as /proc); nothing else is created.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import os
 import re
 import sqlite3
 import stat
+import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 from bench.core.errors import BenchError, ConfigError
@@ -88,12 +92,32 @@ def _nearest_existing(path: Path, what: str) -> Path:
     return Path("/")
 
 
+def _cannot_write(where: Path, exc: OSError) -> str:
+    """Why no file can be written at `where`, with the fix."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (
+            f"directory {where} is read-only for this user; make it writable or choose another path"
+        )
+    if exc.errno == errno.EROFS:
+        return f"{where} is on a read-only filesystem; choose a path on a writable one"
+    return f"no file can be created in {where} ({exc.strerror or exc}); choose another path"
+
+
 def _writable_dir(directory: Path, path: Path, what: str) -> None:
+    """A directory a file can be created in: the permission bits allow it, and a probe
+    file really is created there (and removed)."""
     if not os.access(directory, os.W_OK | os.X_OK):
         raise ConfigError(
             f"{what} {path}: directory {directory} is read-only for this user; make it "
             "writable or choose another path"
         )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".bench-probe-", dir=directory)
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: {_cannot_write(directory, exc)}") from exc
+    os.close(fd)
+    with suppress(OSError):
+        os.unlink(probe)
 
 
 def check_dir_target(path: Path, what: str) -> None:
@@ -128,8 +152,27 @@ def check_file_target(path: Path, what: str) -> bool:
             f"{what} {path}: the file is read-only for this user; make it writable "
             "(chmod u+w) or use another --store"
         )
+    try:  # opening for writing changes nothing, and fails on a read-only filesystem
+        os.close(os.open(path, os.O_RDWR | os.O_NONBLOCK))
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: {_cannot_open(exc)}") from exc
     _writable_dir(path.absolute().parent, path, what)
     return True
+
+
+def _cannot_open(exc: OSError) -> str:
+    """Why an existing file cannot be opened for writing, with the fix."""
+    if exc.errno == errno.EROFS:
+        return (
+            "the file is on a read-only filesystem; copy it to a writable one or use "
+            "another --store"
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (
+            "the file is read-only for this user; make it writable (chmod u+w) or use "
+            "another --store"
+        )
+    return f"cannot be opened for writing ({exc.strerror or exc}); use another --store"
 
 
 # ------------------------------------------------------------ failures during a run
