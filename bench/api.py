@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -448,6 +448,46 @@ def publish_from_store(
             raise during_run(exc, f"leaderboard {board}") from exc
     finally:
         db.close()
+
+
+def dry_run(
+    suite: str | SuiteSource,
+    *,
+    store_path: Path = DEFAULT_STORE,
+    seeds: int | None = None,
+    device: str | None = None,
+    check_device: bool = True,
+    task: str | None = None,
+    mechanism: str | None = None,
+    attack: str | None = None,
+) -> list[str]:
+    """`bench run --dry-run`: `dry_run_lines` of the planned jobs, or, for a suite that may
+    expand to more than bench.run.dryrun.LIST_LIMIT jobs, its jobs counted per kind
+    without listing them (seconds instead of minutes near the job bound)."""
+    from bench.core.device import jobs_device
+    from bench.run.dryrun import LIST_LIMIT, count_lines, job_counts, selected_counts
+    from bench.store.guard import open_store
+    from bench.suite.catalog import committed_boards
+    from bench.suite.read import job_count_bound, load_suite
+
+    filters = {"task": task, "mechanism": mechanism, "attack": attack}
+    source = _read_or_none(suite)
+    loaded = load_suite(source or suite)
+    if job_count_bound(loaded if seeds is None else replace(loaded, seeds=seeds)) <= LIST_LIMIT:
+        planned = plan(source or suite, seeds=seeds, device=device, check_device=check_device,
+                       **filters)  # fmt: skip
+        return dry_run_lines(planned, store_path)
+    where = "--device" if device is not None else f"{loaded.source}: 'device'"
+    jobs_device(device or loaded.device, check=check_device, where=where)
+    counts = selected_counts(job_counts(loaded, seeds), loaded.name, **filters)
+    durations: dict[tuple[str, str, str], float] = {}
+    if store_path.exists():
+        db = open_store(store_path)
+        try:
+            durations = db.mean_durations()
+        finally:
+            db.close()
+    return count_lines(loaded.name, counts, durations, committed_boards() / loaded.name)
 
 
 def dry_run_lines(planned: RunPlan, store_path: Path) -> list[str]:

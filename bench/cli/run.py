@@ -59,9 +59,8 @@ def run(
 
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
     if dry_run:
-        planned = api.plan(suite, seeds=seeds, device=device,
-                           check_device=executor != "ray", **filters)  # fmt: skip
-        _echo(api.dry_run_lines(planned, store))
+        _echo(api.dry_run(suite, store_path=store, seeds=seeds, device=device,
+                          check_device=executor != "ray", **filters))  # fmt: skip
         return
     try:
         outcome = api.run_suite(

@@ -122,6 +122,36 @@ def _check_sizes(suite: Suite, entry: Entry, task: Task) -> None:
             )
 
 
+def check_seeds(suite: Suite, seeds: int | None) -> None:
+    """A --seeds override within [1, MAX_SEEDS] that keeps the suite within MAX_JOBS jobs;
+    else a one-line ConfigError."""
+    if seeds is None:
+        return
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise ConfigError(f"--seeds must be in [1, {MAX_SEEDS}], got {seeds:,}")
+    bound = job_count_bound(replace(suite, seeds=seeds))
+    if bound > MAX_JOBS:
+        raise ConfigError(
+            f"{suite.source} with {seeds} seeds expands to up to {bound:,} jobs, more "
+            f"than {MAX_JOBS:,}; lower --seeds"
+        )
+
+
+def attacks_of(suite: Suite, task_name: str, modality: str, m_entry: Entry) -> list[Entry]:
+    """The suite's attacks that run on a (task, mechanism): those that apply to both and
+    to the task's modality, reconstruction attacks on mechanisms with an encoder and
+    membership-inference attacks on label-only ones (bench.run.kinds.membership)."""
+    m_cls = MECHANISMS.get(m_entry.name)
+    return [
+        a
+        for a in suite.attacks
+        if a.applies_to(task_name)
+        and a.attacks_mechanism(m_entry.name)
+        and modality in ATTACKS.get(a.name).modalities
+        and bool(m_cls.releases_labels) == _infers_membership(ATTACKS.get(a.name))
+    ]
+
+
 def expand(
     suite: Suite,
     *,
@@ -135,15 +165,7 @@ def expand(
     bench.core.device; None: the suite's `device` key, else the CPU); utility jobs (attack None)
     always included for the selected (task, mechanism) pairs."""
     on = jobs_device(device or suite.device, check=False, where=f"{suite.source}: 'device'")
-    if seeds is not None:
-        if not 1 <= seeds <= MAX_SEEDS:
-            raise ConfigError(f"--seeds must be in [1, {MAX_SEEDS}], got {seeds:,}")
-        bound = job_count_bound(replace(suite, seeds=seeds))
-        if bound > MAX_JOBS:
-            raise ConfigError(
-                f"{suite.source} with {seeds} seeds expands to up to {bound:,} jobs, more "
-                f"than {MAX_JOBS:,}; lower --seeds"
-            )
+    check_seeds(suite, seeds)
     jobs: list[Job] = []
     for t_entry in suite.tasks:
         if task is not None and t_entry.name != task:
@@ -165,12 +187,8 @@ def expand(
             # (bench.run.kinds.membership).
             attack_entries = [
                 a
-                for a in suite.attacks
-                if (attack is None or a.name == attack)
-                and a.applies_to(t_entry.name)
-                and a.attacks_mechanism(m_entry.name)
-                and task_obj.modality in ATTACKS.get(a.name).modalities
-                and bool(m_cls.releases_labels) == _infers_membership(ATTACKS.get(a.name))
+                for a in attacks_of(suite, t_entry.name, task_obj.modality, m_entry)
+                if attack is None or a.name == attack
             ]
             samples = _attack_samples(suite, t_entry, task_obj) if attack_entries else 0
             for m_params in m_entry.param_sets():
