@@ -50,11 +50,10 @@ def run(
     max_failures: MaxFailuresOpt = None,
     job_timeout: JobTimeoutOpt = None,
 ) -> None:
-    """Run a suite's pending jobs, then write its leaderboard when every job is stored. Every
-    job runs in a supervised worker process: a job that raises, whose worker dies, or that
-    runs past its time limit (--job-timeout) fails alone; the others run on (up to
-    --max-failures failed jobs), and the run ends listing the failed jobs (exit 1); the
-    same command then runs only those."""
+    """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
+    that raises, whose worker process dies, or that runs past --job-timeout fails alone: the
+    others run on (up to --max-failures failed jobs), the run ends listing the failed jobs
+    (exit 1), and the same command then runs only those."""
     from bench import api
 
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
@@ -65,9 +64,8 @@ def run(
     try:
         outcome = api.run_suite(
             suite, store_path=store, out_dir=out, executor=executor, workers=jobs,
-            address=address, seeds=seeds, device=device, progress=progress,
+            address=address, seeds=seeds, device=device, progress=progress, **filters,
             max_failures=max_failures, on_failure=_announce_failure, job_timeout=job_timeout,
-            **filters,
         )  # fmt: skip
     except api.RunFailedError as failed:
         typer.echo(failed.counts)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.core.errors import ConfigError
 from bench.plugin.registry import MECHANISMS
-from bench.run.plan import _attack_samples, _check_sizes, attacks_of, check_seeds
+from bench.run.plan import attack_samples_of, attacks_of, check_seeds, check_sizes
 from bench.suite.read import Entry, Suite, make_task, selects
 
 LIST_LIMIT = 20_000  # suites that may expand to more jobs are counted, not listed
@@ -38,7 +38,7 @@ def job_counts(suite: Suite, seeds: int | None = None) -> Counter[Kind]:
     n_seeds = seeds or suite.seeds
     for t_entry in suite.tasks:
         task = make_task(t_entry.name, t_entry.params, suite.source)
-        _check_sizes(suite, t_entry, task)
+        check_sizes(suite, t_entry, task)
         for m_entry in suite.mechanisms:
             if not m_entry.applies_to(t_entry.name):
                 continue
@@ -48,7 +48,7 @@ def job_counts(suite: Suite, seeds: int | None = None) -> Counter[Kind]:
             counts[(t_entry.name, m_entry.name, "utility")] += runs
             attacks = attacks_of(suite, t_entry.name, task.modality, m_entry)
             if attacks:
-                _attack_samples(suite, t_entry, task)
+                attack_samples_of(suite, t_entry, task)
             for a_entry in attacks:
                 counts[(t_entry.name, m_entry.name, a_entry.name)] += runs * _settings(a_entry)
     return counts

@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
-import traceback
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -38,59 +35,19 @@ from bench.core.device import device_kind
 from bench.core.errors import ConfigError
 from bench.core.quiet import silence_dependencies
 from bench.plugin.registry import MECHANISMS
+from bench.run.failure import JobFailure as JobFailure  # re-exported: the executors' outcome
 from bench.run.job import Job
 from bench.run.kinds import run_job_of_kind
 from bench.run.kinds.reconstruction import JobOutcome
-
-MAX_MESSAGE_CHARS = 300  # a failure's one-line message is cut here (the traceback is whole)
-
-
-@dataclass(frozen=True)
-class JobFailure:
-    """What a job that raised leaves instead of a JobOutcome: the exception's type name, its
-    message on one line (what the user sees) and the whole traceback (kept in the store)."""
-
-    error: str
-    message: str
-    traceback: str
-
-    @classmethod
-    def of(cls, exc: BaseException) -> JobFailure:
-        """The failure an exception describes, with its traceback as it is now; an exception
-        whose message cannot be made (its __str__ raises) is still its job's failure."""
-        message = " ".join(_message_of(exc).split()) or "(no message)"
-        if len(message) > MAX_MESSAGE_CHARS:
-            message = message[: MAX_MESSAGE_CHARS - 3] + "..."
-        try:
-            text = "".join(traceback.format_exception(exc))
-        except Exception:  # a plug-in exception that breaks formatting too
-            text = f"{type(exc).__name__}: {message}\n"
-        return cls(_type_name(exc), message, text)
-
-    def line(self) -> str:
-        """The failure on one line: "Type: message"."""
-        return f"{self.error}: {self.message}"
-
-
-def _message_of(exc: BaseException) -> str:
-    """str(exc), or a stand-in naming why it cannot be had (a plug-in's __str__ that raises
-    or returns something other than text)."""
-    try:
-        text = str(exc)
-    except Exception as err:  # any error of the plug-in's __str__
-        return f"(its message could not be shown: __str__ raised {_type_name(err)})"
-    return text if isinstance(text, str) else "(its message could not be shown)"
-
-
-def _type_name(exc: BaseException) -> str:
-    name = getattr(type(exc), "__name__", None)
-    return name if isinstance(name, str) else "Exception"
-
+from bench.run.supervisor import (
+    STOP_SIGNAL,
+    LimitOf,
+    supervised_run,
+)
 
 Results = Iterator[tuple[Job, JobOutcome | JobFailure]]
 OnStart = Callable[[Job], None]
 Feed = Iterable[Job | None]  # the jobs to run; None: none to hand out now, ask again later
-LimitOf = Callable[[Job], float]  # seconds a job may run (bench.run.timeouts)
 
 WAIT_S = 0.5  # how long an executor starved by its feed waits before asking again
 _END = object()
@@ -150,8 +107,6 @@ def _watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
-STOP_SIGNAL = signal.SIGUSR1  # the driver's request to a worker: stop its job
-STOP_GRACE_S = 5.0  # then a worker still running is killed
 _in_job = False  # this worker runs a job now
 _stopping = False  # this worker was asked to stop: it runs no more jobs
 
@@ -175,24 +130,8 @@ def _init_worker(parent_pid: int) -> None:
     (STOP_SIGNAL), and end with the driver."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(STOP_SIGNAL, _on_stop)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)  # see _worker_signals_blocked
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, STOP_SIGNAL})  # see supervisor
     _watch_parent(parent_pid)
-
-
-_WORKER_SIGNALS = {signal.SIGINT, STOP_SIGNAL}
-
-
-@contextmanager
-def _worker_signals_blocked() -> Iterator[None]:
-    """Block Ctrl-C and STOP_SIGNAL in this thread while workers may be spawned: a
-    worker inherits the mask, so neither can end it while it starts, before its
-    initializer handles them (a STOP_SIGNAL sent meanwhile waits for it). The driver's own
-    Ctrl-C is not lost: it is delivered on leaving the block."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -251,9 +190,15 @@ class LocalExecutor:
     ) -> Results:
         """Each job of the feed on a free worker, within `limit_of(job)` seconds (no limit
         without it); `progress` is not shown by jobs in workers."""
-        from bench.run.supervisor import supervised_run
-
-        yield from supervised_run(_Pull(jobs), cache_root, max(1, self.workers), on_start, limit_of)
+        yield from supervised_run(
+            _Pull(jobs),
+            cache_root,
+            max(1, self.workers),
+            on_start,
+            limit_of,
+            worker=(_init_worker, _run_in_worker),
+            wait_s=WAIT_S,
+        )
 
 
 class InlineExecutor:
@@ -279,16 +224,6 @@ class InlineExecutor:
                 yield job, attempt(job, cache_root, progress)
             elif feed.starved:
                 time.sleep(WAIT_S)
-
-
-def _quiet_resource_tracker() -> None:
-    """A worker that died may leave semaphores to multiprocessing's resource tracker, which
-    unlinks them and warns about each on stderr at exit: chatter about a death the run
-    already reports as that job's failure. The tracker process takes its warning filters
-    from this interpreter's -W options, read when it starts."""
-    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
-    if quiet not in sys.warnoptions:
-        sys.warnoptions.append(quiet)
 
 
 def job_resources(job: Job) -> dict[str, float]:

@@ -91,7 +91,7 @@ def _infers_membership(attack_cls: type) -> bool:
     return bool(getattr(attack_cls, "infers_membership", False))
 
 
-def _attack_samples(suite: Suite, entry: Entry, task: Task) -> int:
+def attack_samples_of(suite: Suite, entry: Entry, task: Task) -> int:
     """The test samples the task's attack jobs score; a suite asking for more than the task
     has is refused (the row would record a sample count its metrics do not have)."""
     wanted = entry.attack_samples or suite.attack_samples
@@ -105,7 +105,7 @@ def _attack_samples(suite: Suite, entry: Entry, task: Task) -> int:
     return wanted
 
 
-def _check_sizes(suite: Suite, entry: Entry, task: Task) -> None:
+def check_sizes(suite: Suite, entry: Entry, task: Task) -> None:
     """A size option larger than its split is refused, naming the size there is: the task
     would run on fewer samples than its config (and every stored row) says."""
     splits = None
@@ -171,7 +171,7 @@ def expand(
         if task is not None and t_entry.name != task:
             continue
         task_obj: Task = make_task(t_entry.name, t_entry.params, suite.source)
-        _check_sizes(suite, t_entry, task_obj)
+        check_sizes(suite, t_entry, task_obj)
         data_hash = task_obj.data_fingerprint()
         task_cls = TASKS.get(t_entry.name)
         for m_entry in suite.mechanisms:
@@ -190,7 +190,7 @@ def expand(
                 for a in attacks_of(suite, t_entry.name, task_obj.modality, m_entry)
                 if attack is None or a.name == attack
             ]
-            samples = _attack_samples(suite, t_entry, task_obj) if attack_entries else 0
+            samples = attack_samples_of(suite, t_entry, task_obj) if attack_entries else 0
             for m_params in m_entry.param_sets():
                 resolved = m_cls(**m_params).params
                 for seed in range(seeds or suite.seeds):

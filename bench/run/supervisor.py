@@ -28,18 +28,59 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Generator
-from contextlib import suppress
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from bench.run import executors
-from bench.run.executors import STOP_GRACE_S, STOP_SIGNAL, JobFailure, _Pull
+from bench.run.failure import JobFailure
 from bench.run.job import Job
 
 LimitOf = Callable[[Job], float]  # seconds a job may run (bench.run.timeouts)
+# What a worker process runs: its set-up (given the driver's pid) and each job's attempt
+# (bench.run.executors._init_worker, _run_in_worker), passed by reference so that this module
+# does not import the executors that use it.
+WorkerCode = tuple[Callable[[int], None], Callable[[Job, str], object]]
+STOP_SIGNAL = signal.SIGUSR1  # the driver's request to a worker: stop its job
+STOP_GRACE_S = 5.0  # then a worker still running is killed
+_WORKER_SIGNALS = {signal.SIGINT, STOP_SIGNAL}
+
+
+class Feed(Protocol):
+    """The jobs to hand out (bench.run.executors._Pull): the next one, None when there is
+    none now (`starved`: other runners hold the rest) or ever (`exhausted`)."""
+
+    exhausted: bool
+    starved: bool
+
+    def take(self) -> Job | None: ...
+
+
+@contextmanager
+def worker_signals_blocked() -> Iterator[None]:
+    """Block Ctrl-C and STOP_SIGNAL in this thread while workers may be spawned: a worker
+    inherits the mask, so neither can end it while it starts, before its set-up handles
+    them (a STOP_SIGNAL sent meanwhile waits for it). The driver's own Ctrl-C is not lost:
+    it is delivered on leaving the block."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def quiet_resource_tracker() -> None:
+    """A worker that died may leave semaphores to multiprocessing's resource tracker, which
+    unlinks them and warns about each on stderr at exit: chatter about a death the run
+    already reports as that job's failure. The tracker process takes its warning filters
+    from this interpreter's -W options, read when it starts."""
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    if quiet not in sys.warnoptions:
+        sys.warnoptions.append(quiet)
+
+
 WATCH_S = 0.5  # how often the driver checks that its busy workers are still alive
 REAP_S = 5.0  # how long a retired worker gets to exit before its process group is killed
 # How long a new worker may take to start (a fresh interpreter importing torch) before it
@@ -48,13 +89,14 @@ START_LIMIT_S = 600.0
 STARTED = "started"  # what a worker says when it takes a job, before running it
 
 
-def _serve(conn: Connection, parent_pid: int) -> None:
-    """A worker's main: lead a process group of its own, then run each job the driver sends
-    and send back (sequence, pid, outcome) until told to stop (None) or the pipe closes;
-    end with os._exit, whatever threads the jobs left running."""
+def _serve(conn: Connection, parent_pid: int, code: WorkerCode) -> None:
+    """A worker's main: lead a process group of its own, set up (`code`), then run each job
+    the driver sends and send back (sequence, pid, outcome) until told to stop (None) or
+    the pipe closes; end with os._exit, whatever threads the jobs left running."""
     with suppress(OSError):
         os.setpgid(0, 0)
-    executors._init_worker(parent_pid)
+    set_up, run_one = code
+    set_up(parent_pid)
     try:
         while True:
             try:
@@ -65,7 +107,7 @@ def _serve(conn: Connection, parent_pid: int) -> None:
                 break
             sequence, job, cache_root = message
             conn.send((sequence, os.getpid(), STARTED))
-            _reply(conn, sequence, executors._run_in_worker(job, cache_root))
+            _reply(conn, sequence, run_one(job, cache_root))
     except BaseException:  # stopped (STOP_SIGNAL) or the driver is gone
         pass
     _leave()
@@ -113,11 +155,11 @@ def _kill_group(pid: int) -> None:
 class Worker:
     """One supervised worker process and the job it runs (None when idle)."""
 
-    def __init__(self, ctx: BaseContext) -> None:
+    def __init__(self, ctx: BaseContext, code: WorkerCode) -> None:
         here, there = ctx.Pipe(duplex=True)
-        with executors._worker_signals_blocked():  # see there: no signal ends it as it starts
+        with worker_signals_blocked():  # no signal ends it as it starts
             self.process = ctx.Process(
-                target=_serve, args=(there, os.getpid()), name="bench-worker"
+                target=_serve, args=(there, os.getpid(), code), name="bench-worker"
             )
             self.process.start()
         there.close()
@@ -246,7 +288,7 @@ class Worker:
 
 def _spawn_context() -> BaseContext:
     """Fresh interpreters (never fork a driver that may hold threads and locks)."""
-    executors._quiet_resource_tracker()
+    quiet_resource_tracker()
     return multiprocessing.get_context("spawn")
 
 
@@ -255,16 +297,20 @@ def _no_limit(job: Job) -> float:
 
 
 def supervised_run(
-    feed: _Pull,
+    feed: Feed,
     cache_root: Path,
     workers: int,
     on_start: Callable[[Job], None],
-    limit_of: LimitOf | None = None,
+    limit_of: LimitOf | None,
+    *,
+    worker: WorkerCode,
+    wait_s: float,
 ) -> Generator[tuple[Job, Any], None, None]:
-    """Run the feed's jobs on up to `workers` supervised worker processes (module
-    docstring), yielding (job, outcome or JobFailure) as each ends. A job is taken from the
-    feed only when a worker is free for it; a worker is started only when a job needs one
-    and none is idle. Left early (Ctrl-C, the runner stopped), every worker is stopped."""
+    """Run the feed's jobs on up to `workers` supervised worker processes running `worker`
+    (module docstring), yielding (job, outcome or JobFailure) as each ends. A job is taken
+    from the feed only when a worker is free for it; a worker is started only when a job
+    needs one and none is idle; while the feed is starved it is asked again every `wait_s`.
+    Left early (Ctrl-C, the runner stopped), every worker is stopped."""
     limit_of = limit_of or _no_limit
     ctx = _spawn_context()
     idle: list[Worker] = []
@@ -272,34 +318,35 @@ def supervised_run(
     try:
         while True:
             while len(busy) < workers and (job := feed.take()) is not None:
-                worker = idle.pop() if idle else Worker(ctx)
-                worker.start(job, cache_root, limit_of(job))
-                busy.append(worker)
+                process = idle.pop() if idle else Worker(ctx, worker)
+                process.start(job, cache_root, limit_of(job))
+                busy.append(process)
                 on_start(job)
             if not busy:
                 if feed.exhausted:
                     return
-                time.sleep(executors.WAIT_S)  # starved: other runners hold the rest
+                time.sleep(wait_s)  # starved: other runners hold the rest
                 continue
-            _wait_for(busy, starved=feed.starved)
-            for worker in list(busy):
-                job = worker.job
-                outcome = worker.outcome()
+            _wait_for(busy, wait_s if feed.starved else math.inf)
+            for process in list(busy):
+                job = process.job
+                outcome = process.outcome()
                 if outcome is None or job is None:
                     continue
-                busy.remove(worker)
-                (idle if worker.usable else []).append(worker)
+                busy.remove(process)
+                if process.usable:
+                    idle.append(process)
                 yield job, outcome
     finally:
         _stop_all(busy, idle)
 
 
-def _wait_for(busy: list[Worker], starved: bool) -> None:
+def _wait_for(busy: list[Worker], poll_s: float) -> None:
     """Block until a busy worker replies, WATCH_S passes (to check the workers are alive:
     a process its job forked may hold its pipe and its sentinel open), the nearest time
-    limit is reached, or, while the feed is starved, WAIT_S passes."""
+    limit is reached, or `poll_s` passes (the feed is starved: ask it again)."""
     nearest = min(w.deadline for w in busy) - time.monotonic()
-    timeout = max(0.0, min(WATCH_S, nearest, executors.WAIT_S if starved else math.inf))
+    timeout = max(0.0, min(WATCH_S, nearest, poll_s))
     wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=timeout)
 
 
