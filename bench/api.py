@@ -535,7 +535,15 @@ def _suite_status(name: str, source: SuiteSource, boards: Path, found: dict) -> 
     """One suite's board status: from its check in `found` (kept from an earlier status with
     every input unchanged), else from listing its jobs; that check is added to `found` when
     all the suite's components are the project's own."""
-    from bench.report.tools.status import board_status, has_board, no_board, unchecked
+    from functools import partial
+
+    from bench.report.tools.status import (
+        board_status,
+        has_board,
+        no_board,
+        plugin_code_moved,
+        unchecked,
+    )
     from bench.report.tools.status_cache import Checked, suite_header
 
     header = suite_header(source)
@@ -557,16 +565,19 @@ def _suite_status(name: str, source: SuiteSource, boards: Path, found: dict) -> 
     board = boards / loaded.name
     if not has_board(board):
         return no_board(loaded.name)
+    jobs: list[Job] = []
     try:
         _, jobs = expand_suite(source, check_device=False)
         checked = Checked(code_version_of(jobs))
     except BenchError as exc:  # e.g. its full-size data is not installed on this machine
         checked = Checked(None, str(exc))
-    classes = [TASKS.get(e.name) for e in loaded.tasks]
-    classes += [MECHANISMS.get(e.name) for e in loaded.mechanisms]
-    classes += [ATTACKS.get(e.name) for e in loaded.attacks]
-    if all(in_project(c.__module__) for c in classes):
+    named = [(e.name, TASKS.get(e.name)) for e in loaded.tasks]
+    named += [(e.name, MECHANISMS.get(e.name)) for e in loaded.mechanisms]
+    named += [(e.name, ATTACKS.get(e.name)) for e in loaded.attacks]
+    plugins = {n for n, c in named if not in_project(c.__module__)}
+    if not plugins:
         found[name] = checked
     if checked.code_version is None:
         return unchecked(loaded.name, board, checked.unchecked or "")
-    return board_status(loaded.name, loaded.version, checked.code_version, board)
+    moved = partial(plugin_code_moved, jobs=jobs, plugins=plugins) if plugins else None
+    return board_status(loaded.name, loaded.version, checked.code_version, board, moved)

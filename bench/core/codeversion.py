@@ -105,14 +105,45 @@ def top_package(module_name: str) -> str:
 
 
 def _package_imports(module: ModuleType, package: str) -> set[str]:
-    """Names of the loaded modules of `package` whose names `module` imports (or which it
-    imports): `_project_imports` for a plug-in's own package."""
+    """Names of the loaded modules of `package` that `module` draws on: those whose names
+    it holds (as `_project_imports` finds them for the project) and those its import
+    statements name, so that a constant imported from a helper counts too."""
     owners: set[str] = set()
     for value in vars(module).values():
         owner = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
-        if isinstance(owner, str) and top_package(owner) == package and owner in sys.modules:
+        if isinstance(owner, str):
             owners.add(owner)
-    return owners
+    owners |= _imported_names(module)
+    return {o for o in owners if top_package(o) == package and o in sys.modules}
+
+
+def _imported_names(module: ModuleType) -> set[str]:
+    """The modules `module`'s import statements name (relative ones resolved), read from
+    its source; empty when it has none to read."""
+    import ast
+
+    src = getattr(module, "__file__", None)
+    try:
+        tree = ast.parse(Path(src).read_text(encoding="utf-8")) if src else None
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        tree = None
+    if tree is None:
+        return set()
+    is_package = Path(src).name == "__init__.py"
+    parts = module.__name__.split(".")
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = parts if is_package else parts[:-1]
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names |= {f"{base}.{alias.name}" for alias in node.names}
+    return names
 
 
 @cache
