@@ -97,20 +97,23 @@ def validate_leaderboard(doc: Any, source: str) -> dict[str, Any]:
     return doc
 
 
-def read_board_bytes(path: Path | str, limit: int = MAX_BOARD_BYTES) -> bytes:
-    """The bytes of a board file: a regular file of at most `limit` bytes (opened without
-    blocking, so a FIFO is refused rather than waited on); else a one-line BenchError."""
+def read_board_bytes(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of a board file: a regular file of at most `limit` bytes (default
+    MAX_BOARD_BYTES; opened without blocking, so a FIFO is refused rather than waited on);
+    else a one-line BenchError."""
     path = Path(path)
+    limit = MAX_BOARD_BYTES if limit is None else limit
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError) as e:
         reason = getattr(e, "strerror", None) or str(e)
         raise BenchError(f"cannot read leaderboard {path}: {reason}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
+        raise BenchError(f"leaderboard {path} is {kind}, not a regular file")
     with os.fdopen(fd, "rb") as file:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
-            raise BenchError(f"leaderboard {path} is {kind}, not a regular file")
         try:
             data = file.read(limit + 1)
         except OSError as e:
