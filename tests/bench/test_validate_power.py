@@ -57,6 +57,18 @@ def test_the_stated_level_is_80_percent_and_the_cli_default_matches() -> None:
     assert default == POWER_LEVEL
 
 
+POWER_CASE_IDS = [
+    "power-85",
+    "power-80",
+    "power-79",
+    "power-0",
+    "no-pair",
+    "refuted",
+    "not-audited",
+    "no-claim",
+]
+
+
 @pytest.mark.parametrize(
     ("changes", "verdict"),
     [
@@ -70,8 +82,7 @@ def test_the_stated_level_is_80_percent_and_the_cli_default_matches() -> None:
         ({"audited": False, "reason": "no eps claim", "power": None}, "INCONCLUSIVE"),
         ({"audited": False, "notion": "none", "reason": "no claim", "power": None}, "PASS"),
     ],
-    ids=["power-85", "power-80", "power-79", "power-0", "no-pair", "refuted", "not-audited"]
-    + ["no-claim"],
+    ids=POWER_CASE_IDS,
 )
 def test_verdict_follows_the_audit_power(changes: dict, verdict: str) -> None:
     audit = replace(AUDIT, **changes)
