@@ -15,19 +15,18 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.core.cpu_math import pin_cpu_math
 from bench.core.errors import BenchError, ConfigError, JobsFailedError
-from bench.core.preflight import board_dir, check_dir_target, check_file_target, during_run
+from bench.core.preflight import check_dir_target, check_file_target, during_run
 
 if TYPE_CHECKING:
     from bench.run.executors import Executor
     from bench.run.job import Job
     from bench.run.runner import FailedJob, RunSummary
-    from bench.run.timeouts import JobTimeouts
     from bench.store.results import ResultStore
     from bench.suite.read import Suite, SuiteSource
 
@@ -137,9 +136,10 @@ def run(
     job_timeout: float | None = None,
 ) -> RunSummary:
     """Run the plan's selected jobs that `store` lacks (bench.run.runner.run_jobs), each
-    within its time limit (`run_timeouts`: `job_timeout` seconds, else the suite's, else
-    the default from the job's kind)."""
+    within its time limit (bench.run.timeouts.run_timeouts: `job_timeout` seconds, else the
+    suite's, else the default from the job's kind)."""
     from bench.run.runner import run_jobs
+    from bench.run.timeouts import run_timeouts
 
     pin_cpu_math()
     return run_jobs(
@@ -151,22 +151,8 @@ def run(
         lease_timeout=lease_timeout,
         on_failure=on_failure,
         max_failures=max_failures,
-        limit_of=run_timeouts(planned, store, job_timeout).limit,
+        limit_of=run_timeouts(planned.suite, store, job_timeout).limit,
     )
-
-
-def run_timeouts(planned: RunPlan, store: ResultStore, job_timeout: float | None) -> JobTimeouts:
-    """The time limits of a run's jobs (bench.run.timeouts): `job_timeout`, else the suite's
-    `job_timeout`, else max(30 min, 10 x the mean job time of its kind), the mean from
-    `store`, else from the committed board of the suite."""
-    from bench.report.tools.estimate import committed_job_seconds
-    from bench.run.timeouts import job_timeouts
-    from bench.suite.catalog import committed_boards
-
-    if job_timeout is not None or planned.suite.job_timeout is not None:
-        return job_timeouts(job_timeout, planned.suite.job_timeout, {}, {})
-    board = committed_job_seconds(committed_boards() / planned.suite.name)
-    return job_timeouts(None, None, store.mean_durations(), board)
 
 
 def stored_count(planned: RunPlan, store: ResultStore) -> tuple[int, int]:
@@ -225,37 +211,6 @@ def _read_or_none(suite: str | SuiteSource) -> SuiteSource | None:
         return None
 
 
-def is_shipped(source: SuiteSource | None) -> bool:
-    """Whether a suite was read from bench's own suite files (bench/suite/files/): only
-    those write the committed boards under leaderboards/ by default."""
-    from bench.suite.read import suite_dir
-
-    return source is not None and source.path.resolve().parent == suite_dir().resolve()
-
-
-def suite_board(out_dir: Path | None, name: str, source: SuiteSource | None) -> tuple[Path, str]:
-    """Where a run of the suite `name` read from `source` writes its board
-    (bench.core.preflight.board_dir: `out_dir`, else leaderboards/NAME for a shipped suite,
-    else .bench/leaderboards/NAME), and the line saying so when it is not where the
-    committed board of that name lives ("" otherwise)."""
-    from bench.suite.read import available_suites
-
-    shipped = out_dir is not None or is_shipped(source)
-    board = board_dir(out_dir, name, shipped=shipped)
-    if shipped:
-        return board, ""
-    where = source.path if source is not None else name
-    if name in available_suites():
-        return board, (
-            f"suite {name} from {where} is named like the shipped suite {name}: its board "
-            f"goes to {board}, not the committed leaderboards/{name} (--out DIR to choose)"
-        )
-    return board, (
-        f"suite {name} from {where} is not a shipped suite: its board goes to {board} "
-        "(--out DIR to choose)"
-    )
-
-
 def _warm_outcome(
     key: str | None,
     source: SuiteSource | None,
@@ -267,6 +222,7 @@ def _warm_outcome(
     board current and valid; None when the full run must decide (no plan, a name no board
     can have, anything changed)."""
     from bench.core.preflight import SUITE_NAME
+    from bench.run.boards import suite_board
 
     name = source.raw.get("name") if source is not None else None
     if key is None or not isinstance(name, str) or not SUITE_NAME.fullmatch(name):
@@ -322,12 +278,12 @@ def run_suite(
     `executor` ("local" with `workers` processes, "ray" at `address`, or an Executor), the
     board is written (left alone when nothing ran and it is current) with the site index
     beside it, and the plan is kept for the next warm rerun. Every job runs within its
-    time limit (`run_timeouts`). A suite read from a file of one's own writes its board
-    under .bench/leaderboards/ unless `out_dir` says where (`suite_board`), never over a
+    time limit (bench.run.timeouts). A suite read from a file of one's own writes its board
+    under .bench/leaderboards/ unless `out_dir` says where (bench.run.boards), never over a
     committed board. RunFailedError when jobs failed: the others are stored and running it
     again runs only the failed ones.
     """
-    from bench.run.timeouts import checked_timeout
+    from bench.core.preflight import checked_timeout
 
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
     if job_timeout is not None:  # refused before anything is read or written
@@ -346,6 +302,8 @@ def run_suite(
     # themselves (bench.core.device.job_device), the driver does not.
     planned = plan(source or suite, seeds=seeds, device=device, check_device=executor != "ray",
                    **filters)  # fmt: skip
+    from bench.run.boards import suite_board
+
     # What the run writes is checked before the store is opened: a refusal leaves no file.
     cache_root = checked_cache_root(store_path)
     board, note = suite_board(out_dir, planned.suite.name, source)
@@ -423,6 +381,7 @@ def publish_from_store(
 ) -> list[Path]:
     """`bench leaderboard --suite`: write a suite's board (and the site index beside it)
     from a store that holds every one of its jobs; a missing job is a one-line error."""
+    from bench.run.boards import suite_board
     from bench.run.publish import expand_suite
     from bench.store.guard import open_store
 
@@ -464,30 +423,17 @@ def dry_run(
     """`bench run --dry-run`: `dry_run_lines` of the planned jobs, or, for a suite that may
     expand to more than bench.run.dryrun.LIST_LIMIT jobs, its jobs counted per kind
     without listing them (seconds instead of minutes near the job bound)."""
-    from bench.core.device import jobs_device
-    from bench.run.dryrun import LIST_LIMIT, count_lines, job_counts, selected_counts
-    from bench.store.guard import open_store
-    from bench.suite.catalog import committed_boards
-    from bench.suite.read import job_count_bound, load_suite
+    from bench.run.dryrun import counted_lines, too_many_to_list
+    from bench.suite.read import load_suite
 
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
     source = _read_or_none(suite)
     loaded = load_suite(source or suite)
-    if job_count_bound(loaded if seeds is None else replace(loaded, seeds=seeds)) <= LIST_LIMIT:
-        planned = plan(source or suite, seeds=seeds, device=device, check_device=check_device,
-                       **filters)  # fmt: skip
-        return dry_run_lines(planned, store_path)
-    where = "--device" if device is not None else f"{loaded.source}: 'device'"
-    jobs_device(device or loaded.device, check=check_device, where=where)
-    counts = selected_counts(job_counts(loaded, seeds), loaded.name, **filters)
-    durations: dict[tuple[str, str, str], float] = {}
-    if store_path.exists():
-        db = open_store(store_path)
-        try:
-            durations = db.mean_durations()
-        finally:
-            db.close()
-    return count_lines(loaded.name, counts, durations, committed_boards() / loaded.name)
+    if too_many_to_list(loaded, seeds):
+        return counted_lines(loaded, store_path, seeds, device, check_device, **filters)
+    planned = plan(source or suite, seeds=seeds, device=device, check_device=check_device,
+                   **filters)  # fmt: skip
+    return dry_run_lines(planned, store_path)
 
 
 def dry_run_lines(planned: RunPlan, store_path: Path) -> list[str]:

@@ -12,6 +12,7 @@ such as /proc); nothing else is created.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 import sqlite3
@@ -32,6 +33,7 @@ USER_BOARDS_ROOT = Path(".bench") / "leaderboards"
 # More seeds than any study needs: `seeds = 9223372036854775807` (a suite's, or
 # `bench run --seeds`) is refused at once, not expanded until memory runs out.
 MAX_SEEDS = 1000
+MAX_TIMEOUT_S = 30 * 24 * 3600.0  # a month: a job time limit beyond it is a typo, not a limit
 
 
 def check_suite_name(name: str, where: str) -> str:
@@ -42,6 +44,19 @@ def check_suite_name(name: str, where: str) -> str:
             "'_' or '.' (not first), e.g. name = \"my-suite\""
         )
     return name
+
+
+def checked_timeout(value: object, where: str) -> float:
+    """`value` as a job time limit in seconds (bench.run.timeouts): a positive finite number
+    up to a month (not a bool); anything else is a one-line ConfigError naming `where`."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    seconds = float(value) if ok else math.nan  # type: ignore[arg-type]
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
+        raise ConfigError(
+            f"{where} must be a positive number of seconds up to {MAX_TIMEOUT_S:,.0f} "
+            f"(30 days), got {value!r}"
+        )
+    return seconds
 
 
 def board_dir(out: Path | None, suite: str, *, shipped: bool = True) -> Path:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from bench.core.errors import ConfigError
 from bench.plugin.registry import MECHANISMS
 from bench.run.plan import attack_samples_of, attacks_of, check_seeds, check_sizes
-from bench.suite.read import Entry, Suite, make_task, selects
+from bench.suite.read import Entry, Suite, job_count_bound, make_task, selects
 
 LIST_LIMIT = 20_000  # suites that may expand to more jobs are counted, not listed
 Kind = tuple[str, str, str]
@@ -103,3 +104,37 @@ def count_lines(
     hint = f"; {unknown:,} jobs have no stored timing" if unknown else ""
     lines.append(f"estimate: ~{total / 60:,.1f} min of job time (divide by --jobs){hint}")
     return lines
+
+
+def too_many_to_list(suite: Suite, seeds: int | None) -> bool:
+    """Whether the suite (with `seeds`) may expand to more than LIST_LIMIT jobs."""
+    return job_count_bound(suite if seeds is None else replace(suite, seeds=seeds)) > LIST_LIMIT
+
+
+def counted_lines(
+    suite: Suite,
+    store_path: Path,
+    seeds: int | None,
+    device: str | None,
+    check_device: bool,
+    task: str | None = None,
+    mechanism: str | None = None,
+    attack: str | None = None,
+) -> list[str]:
+    """The counted dry run of `suite` (module docstring): the device checked as a run would,
+    the kinds the filters select, timed from the store's mean job times when it exists."""
+    from bench.core.device import jobs_device
+    from bench.store.guard import open_store
+    from bench.suite.catalog import committed_boards
+
+    where = "--device" if device is not None else f"{suite.source}: 'device'"
+    jobs_device(device or suite.device, check=check_device, where=where)
+    counts = selected_counts(job_counts(suite, seeds), suite.name, task, mechanism, attack)
+    durations: dict[Kind, float] = {}
+    if store_path.exists():
+        db = open_store(store_path)
+        try:
+            durations = db.mean_durations()
+        finally:
+            db.close()
+    return count_lines(suite.name, counts, durations, committed_boards() / suite.name)

@@ -11,37 +11,28 @@ The limit of a job is, first found:
    from the committed board's stage timings (bench.report.tools.estimate). A kind never
    timed gets the 30 minutes.
 
-A limit is a positive, finite number of seconds; anything else is refused in one line
-before the run starts. The limit is not part of a job's identity: it decides whether a job
-is stored, never what it stores.
+A limit is a positive, finite number of seconds (bench.core.preflight.checked_timeout);
+anything else is refused in one line before the run starts. The limit is not part of a
+job's identity: it decides whether a job is stored, never what it stores.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from bench.core.errors import ConfigError
+from bench.core.preflight import MAX_TIMEOUT_S, checked_timeout
 from bench.run.job import Job, job_kind
+
+if TYPE_CHECKING:
+    from bench.store.results import ResultStore
+    from bench.suite.read import Suite
 
 DEFAULT_FLOOR_S = 30 * 60.0  # no default limit is below 30 minutes
 DEFAULT_FACTOR = 10.0  # ... nor below 10 times the kind's mean job time
-MAX_TIMEOUT_S = 30 * 24 * 3600.0  # a month: beyond it a limit is a typo, not a limit
 
 Kind = tuple[str, str, str]
-
-
-def checked_timeout(value: object, where: str) -> float:
-    """`value` as a job time limit in seconds: a positive finite number up to a month (not
-    a bool); anything else is a one-line ConfigError naming `where`."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    seconds = float(value) if ok else math.nan  # type: ignore[arg-type]
-    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
-        raise ConfigError(
-            f"{where} must be a positive number of seconds up to {MAX_TIMEOUT_S:,.0f} "
-            f"(30 days), got {value!r}"
-        )
-    return seconds
 
 
 @dataclass(frozen=True)
@@ -75,3 +66,15 @@ def job_timeouts(
     if suite_key is not None:
         return JobTimeouts(checked_timeout(suite_key, "the suite's job_timeout"))
     return JobTimeouts(None, {**board_means, **stored_means})
+
+
+def run_timeouts(suite: Suite, store: ResultStore, job_timeout: float | None) -> JobTimeouts:
+    """The limits of a run of `suite` on `store` (`job_timeouts`): the means from the
+    store's timings and from the committed board of the suite's name."""
+    if job_timeout is not None or suite.job_timeout is not None:
+        return job_timeouts(job_timeout, suite.job_timeout, {}, {})
+    from bench.report.tools.estimate import committed_job_seconds
+    from bench.suite.catalog import committed_boards
+
+    board = committed_job_seconds(committed_boards() / suite.name)
+    return job_timeouts(None, None, store.mean_durations(), board)

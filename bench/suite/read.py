@@ -42,7 +42,7 @@ from bench.core.errors import (
     UnknownNameError,
     did_you_mean,
 )
-from bench.core.preflight import MAX_SEEDS, check_suite_name
+from bench.core.preflight import MAX_SEEDS, check_suite_name, checked_timeout
 from bench.plugin.params import normalise_options
 from bench.plugin.registry import ATTACKS, MECHANISMS, TASKS
 
@@ -235,8 +235,6 @@ def _job_timeout(raw: dict[str, Any], source: str) -> float | None:
     """The suite's `job_timeout` key in seconds (bench.run.timeouts), None when absent."""
     if "job_timeout" not in raw:
         return None
-    from bench.run.timeouts import checked_timeout
-
     try:
         return checked_timeout(raw["job_timeout"], "'job_timeout'")
     except ConfigError as exc:

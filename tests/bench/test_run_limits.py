@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from bench.core.errors import ConfigError, IncompleteRunError, SuiteFileError
+from bench.core.preflight import checked_timeout
 from bench.run.dryrun import job_counts, selected_counts
 from bench.run.executors import JobFailure
 from bench.run.job import job_kind
 from bench.run.kinds.reconstruction import JobOutcome
 from bench.run.plan import expand
 from bench.run.runner import lease_timeout_s, run_jobs
-from bench.run.timeouts import DEFAULT_FLOOR_S, JobTimeouts, checked_timeout, job_timeouts
+from bench.run.timeouts import DEFAULT_FLOOR_S, JobTimeouts, job_timeouts
 from bench.store.results import ResultStore
 from bench.suite.read import load_suite, parse_suite
 from tests.bench.test_job_failures import METRICS
