@@ -91,7 +91,7 @@ def test_the_projects_own_classes_have_no_plugin_part() -> None:
 def test_no_job_draws_on_the_run_machinery() -> None:
     """Hardening the runner, the supervisor, the preflight, the board checks or validate
     re-runs nothing: none of their modules is in any in-tree job's code version."""
-    run = ("runner", "executors", "supervisor", "timeouts", "failure", "dryrun", "warm")
+    run = ("runner", "executors", "supervisor", "timeouts", "failure", "dryrun", "warm", "boards")
     machinery = {ROOT / "bench" / "run" / f"{name}.py" for name in (*run, "publish", "plan")}
     machinery |= {
         ROOT / "bench" / "core" / "codeversion.py",
