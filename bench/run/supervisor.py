@@ -318,9 +318,7 @@ def supervised_run(
     try:
         while True:
             while len(busy) < workers and (job := feed.take()) is not None:
-                process = idle.pop() if idle else Worker(ctx, worker)
-                process.start(job, cache_root, limit_of(job))
-                busy.append(process)
+                busy.append(_started(idle, ctx, worker, job, cache_root, limit_of(job)))
                 on_start(job)
             if not busy:
                 if feed.exhausted:
@@ -339,6 +337,28 @@ def supervised_run(
                 yield job, outcome
     finally:
         _stop_all(busy, idle)
+
+
+def _started(
+    idle: list[Worker],
+    ctx: BaseContext,
+    code: WorkerCode,
+    job: Job,
+    cache_root: Path,
+    limit: float,
+) -> Worker:
+    """A worker running `job`: an idle one, or a new one when there is none or the idle one
+    died while it waited (its pipe is closed: it is reaped and replaced)."""
+    if idle:
+        process = idle.pop()
+        try:
+            process.start(job, cache_root, limit)
+            return process
+        except (OSError, ValueError):
+            process.kill()
+    process = Worker(ctx, code)
+    process.start(job, cache_root, limit)
+    return process
 
 
 def _wait_for(busy: list[Worker], poll_s: float) -> None:
