@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from bench.core.cpu_math import pin_cpu_math
 from bench.core.errors import BenchError, ConfigError, JobsFailedError, did_you_mean
-from bench.core.preflight import board_dir, check_dir_target, check_file_target, during_run
+from bench.core.preflight import check_dir_target, check_file_target, during_run
 
 if TYPE_CHECKING:
     from bench.run.executors import Executor
@@ -87,13 +87,14 @@ class RunFailedError(JobsFailedError):
 @dataclass(frozen=True)
 class RunOptions:
     """How a run runs its plan: the executor, progress display, lease timeout, failure
-    budget and what to call as each job fails."""
+    budget, what to call as each job fails, and the --job-timeout (bench.run.timeouts)."""
 
     runner: Executor
     progress: bool
     lease_timeout: float
     max_failures: int | None
     on_failure: Callable[[FailedJob], None] | None
+    job_timeout: float | None = None
 
 
 def plan(
@@ -135,9 +136,13 @@ def run(
     lease_timeout: float | None = None,
     on_failure: Callable[[FailedJob], None] | None = None,
     max_failures: int | None = None,
+    job_timeout: float | None = None,
 ) -> RunSummary:
-    """Run the plan's selected jobs that `store` lacks (bench.run.runner.run_jobs)."""
+    """Run the plan's selected jobs that `store` lacks (bench.run.runner.run_jobs), each
+    within its time limit (bench.run.timeouts.run_timeouts: `job_timeout` seconds, else the
+    suite's, else the default from the job's kind)."""
     from bench.run.runner import run_jobs
+    from bench.run.timeouts import run_timeouts
 
     pin_cpu_math()
     return run_jobs(
@@ -149,6 +154,7 @@ def run(
         lease_timeout=lease_timeout,
         on_failure=on_failure,
         max_failures=max_failures,
+        limit_of=run_timeouts(planned.suite, store, job_timeout).limit,
     )
 
 
@@ -208,6 +214,34 @@ def _read_or_none(suite: str | SuiteSource) -> SuiteSource | None:
         return None
 
 
+def _warm_outcome(
+    key: str | None,
+    source: SuiteSource | None,
+    store_path: Path,
+    out_dir: Path | None,
+    filters: dict[str, str | None],
+) -> RunOutcome | None:
+    """What a run prints when its kept plan (bench.run.warm) shows nothing to do and its
+    board current and valid; None when the full run must decide (no plan, a name no board
+    can have, anything changed)."""
+    from bench.core.preflight import SUITE_NAME
+    from bench.run.boards import suite_board
+
+    name = source.raw.get("name") if source is not None else None
+    if key is None or not isinstance(name, str) or not SUITE_NAME.fullmatch(name):
+        return None
+    from bench.run.warm import warm_rerun
+
+    try:
+        board, note = suite_board(out_dir, name, source)
+    except BenchError:
+        return None
+    lines = warm_rerun(key, store=store_path, out=board, **filters)
+    if lines is None:
+        return None
+    return RunOutcome(name, None, [], [*lines, *([note] if note else [])])
+
+
 def _plan_key(
     source: SuiteSource | None, seeds: int | None, device: str | None, executor: object
 ) -> str | None:
@@ -236,6 +270,7 @@ def run_suite(
     progress: bool = False,
     max_failures: int | None = None,
     on_failure: Callable[[FailedJob], None] | None = None,
+    job_timeout: float | None = None,
 ) -> RunOutcome:
     """Run a suite's pending jobs and publish its leaderboard once every job is stored.
 
@@ -245,19 +280,23 @@ def run_suite(
     filters, the cache and board directories are checked, the pending jobs run on
     `executor` ("local" with `workers` processes, "ray" at `address`, or an Executor), the
     board is written (left alone when nothing ran and it is current) with the site index
-    beside it, and the plan is kept for the next warm rerun. RunFailedError when jobs
-    failed: the others are stored and running it again runs only the failed ones.
+    beside it, and the plan is kept for the next warm rerun. Every job runs within its
+    time limit (bench.run.timeouts). A suite read from a file of one's own writes its board
+    under .bench/leaderboards/ unless `out_dir` says where (bench.run.boards), never over a
+    committed board. RunFailedError when jobs failed: the others are stored and running it
+    again runs only the failed ones.
     """
+    from bench.core.preflight import checked_timeout
+
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
+    if job_timeout is not None:  # refused before anything is read or written
+        checked_timeout(job_timeout, "--job-timeout")
     check_store_path(store_path)  # at once: a FIFO store would block the open forever
     source = _read_or_none(suite)
     key = _plan_key(source, seeds, device, executor)
-    if key is not None:
-        from bench.run.warm import warm_rerun
-
-        lines = warm_rerun(key, store=store_path, out=out_dir, **filters)
-        if lines is not None:
-            return RunOutcome(str(source.raw.get("name", suite)), None, [], lines)
+    warm = _warm_outcome(key, source, store_path, out_dir, filters)
+    if warm is not None:
+        return warm
     from bench.run.executors import make_executor
     from bench.run.runner import lease_timeout_s
 
@@ -266,14 +305,20 @@ def run_suite(
     # themselves (bench.core.device.job_device), the driver does not.
     planned = plan(source or suite, seeds=seeds, device=device, check_device=executor != "ray",
                    **filters)  # fmt: skip
+    from bench.run.boards import suite_board
+
     # What the run writes is checked before the store is opened: a refusal leaves no file.
-    cache_root, board = checked_cache_root(store_path), board_dir(out_dir, planned.suite.name)
+    cache_root = checked_cache_root(store_path)
+    board, note = suite_board(out_dir, planned.suite.name, source)
     check_dir_target(board, "leaderboard directory")
     timeout = lease_timeout_s()  # a bad BENCH_LEASE_TIMEOUT is refused before the store opens
-    return _run_and_publish(
+    outcome = _run_and_publish(
         planned, store_path, cache_root, board, key,
-        RunOptions(runner, progress, timeout, max_failures, on_failure),
+        RunOptions(runner, progress, timeout, max_failures, on_failure, job_timeout),
     )  # fmt: skip
+    if note:
+        outcome.lines.append(note)
+    return outcome
 
 
 def _run_and_publish(
@@ -295,8 +340,8 @@ def _run_and_publish(
         try:
             summary = run(planned, db, cache_root, executor=options.runner,
                           progress=options.progress, lease_timeout=options.lease_timeout,
-                          on_failure=options.on_failure,
-                          max_failures=options.max_failures)  # fmt: skip
+                          on_failure=options.on_failure, max_failures=options.max_failures,
+                          job_timeout=options.job_timeout)  # fmt: skip
         except (OSError, sqlite3.Error) as exc:  # SQLite's errors are the store's
             where = f"store {store_path}" if isinstance(exc, sqlite3.Error) else "a file of the run"
             raise during_run(exc, where) from exc
@@ -339,10 +384,13 @@ def publish_from_store(
 ) -> list[Path]:
     """`bench leaderboard --suite`: write a suite's board (and the site index beside it)
     from a store that holds every one of its jobs; a missing job is a one-line error."""
+    from bench.run.boards import suite_board
     from bench.run.publish import expand_suite
     from bench.store.guard import open_store
 
-    loaded, all_jobs = expand_suite(suite, seeds=seeds, device=device, check_device=False)
+    source = _read_or_none(suite)
+    loaded, all_jobs = expand_suite(source or suite, seeds=seeds, device=device,
+                                    check_device=False)  # fmt: skip
     if not store_path.exists():
         raise BenchError(f"no result store at {store_path}; run `bench run --suite {suite}` first")
     planned = RunPlan(loaded, all_jobs, all_jobs)
@@ -354,7 +402,7 @@ def publish_from_store(
                 f"{total - stored} of {total} jobs of suite {loaded.name} are not in "
                 f"{store_path}; run `bench run --suite {suite}` first"
             )
-        board = board_dir(out_dir, loaded.name)
+        board = suite_board(out_dir, loaded.name, source)[0]
         check_dir_target(board, "leaderboard directory")
         try:
             return publish(planned, db, board) or []
@@ -362,6 +410,35 @@ def publish_from_store(
             raise during_run(exc, f"leaderboard {board}") from exc
     finally:
         db.close()
+
+
+def dry_run(
+    suite: str | SuiteSource,
+    *,
+    store_path: Path = DEFAULT_STORE,
+    seeds: int | None = None,
+    device: str | None = None,
+    check_device: bool = True,
+    task: str | None = None,
+    mechanism: str | None = None,
+    attack: str | None = None,
+    key: str | None = None,
+) -> list[str]:
+    """`bench run --dry-run`: `dry_run_lines` of the planned jobs (their list kept under
+    `key`, bench.run.warm.plan_key, for the next dry run), or, for a suite that may
+    expand to more than bench.run.dryrun.LIST_LIMIT jobs, its jobs counted per kind
+    without listing them (seconds instead of minutes near the job bound)."""
+    from bench.run.dryrun import counted_lines, too_many_to_list
+    from bench.suite.read import load_suite
+
+    filters = {"task": task, "mechanism": mechanism, "attack": attack}
+    source = _read_or_none(suite)
+    loaded = load_suite(source or suite)
+    if too_many_to_list(loaded, seeds):
+        return counted_lines(loaded, store_path, seeds, device, check_device, **filters)
+    planned = plan(source or suite, seeds=seeds, device=device, check_device=check_device,
+                   **filters)  # fmt: skip
+    return dry_run_lines(planned, store_path, key)
 
 
 def dry_run_lines(planned: RunPlan, store_path: Path, key: str | None = None) -> list[str]:
@@ -470,7 +547,15 @@ def _suite_status(name: str, source: SuiteSource, boards: Path, found: dict) -> 
     """One suite's board status: from its check in `found` (kept from an earlier status with
     every input unchanged), else from listing its jobs; that check is added to `found` when
     all the suite's components are the project's own."""
-    from bench.report.tools.status import board_status, has_board, no_board, unchecked
+    from functools import partial
+
+    from bench.report.tools.status import (
+        board_status,
+        has_board,
+        no_board,
+        plugin_code_moved,
+        unchecked,
+    )
     from bench.report.tools.status_cache import Checked, suite_header
 
     header = suite_header(source)
@@ -492,19 +577,22 @@ def _suite_status(name: str, source: SuiteSource, boards: Path, found: dict) -> 
     board = boards / loaded.name
     if not has_board(board):
         return no_board(loaded.name)
+    jobs: list[Job] = []
     try:
         _, jobs = expand_suite(source, check_device=False)
         checked = Checked(code_version_of(jobs))
     except BenchError as exc:  # e.g. its full-size data is not installed on this machine
         checked = Checked(None, str(exc))
-    classes = [TASKS.get(e.name) for e in loaded.tasks]
-    classes += [MECHANISMS.get(e.name) for e in loaded.mechanisms]
-    classes += [ATTACKS.get(e.name) for e in loaded.attacks]
-    if all(in_project(c.__module__) for c in classes):
+    named = [(e.name, TASKS.get(e.name)) for e in loaded.tasks]
+    named += [(e.name, MECHANISMS.get(e.name)) for e in loaded.mechanisms]
+    named += [(e.name, ATTACKS.get(e.name)) for e in loaded.attacks]
+    plugins = {n for n, c in named if not in_project(c.__module__)}
+    if not plugins:
         found[name] = checked
     if checked.code_version is None:
         return unchecked(loaded.name, board, checked.unchecked or "")
-    return board_status(loaded.name, loaded.version, checked.code_version, board)
+    moved = partial(plugin_code_moved, jobs=jobs, plugins=plugins) if plugins else None
+    return board_status(loaded.name, loaded.version, checked.code_version, board, moved)
 
 
 @dataclass(frozen=True)

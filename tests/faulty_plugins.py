@@ -9,11 +9,19 @@ is read inside the job, so spawned pool workers, which inherit the environment, 
 - sleep@S: the mechanism's fit creates the file $BENCH_TEST_FAULT_MARK, then sleeps 120 s
 - reconstruct@S: the attack's reconstruct raises RuntimeError("boom")
 - abort@S: the mechanism's release calls os.abort(): the process running the job dies
+- hang@S: the mechanism's fit creates $BENCH_TEST_FAULT_MARK, then sleeps forever
+- forkexit@S: the mechanism's fit forks, and both processes call os._exit(0)
+- straychild@S: the mechanism's fit forks a child that sleeps for 10 minutes holding the
+  process's output, and returns (the job succeeds)
+- thread@S: the mechanism's fit starts a non-daemon thread that sleeps for 10 minutes, and
+  returns (the job succeeds)
+- badstr@S: the mechanism's fit raises an exception whose __str__ raises
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -33,6 +41,13 @@ def faulty(kind: str, seed: int) -> bool:
     return f"{kind}@{seed}" in {part.strip() for part in wanted.split(",")}
 
 
+class UnprintableError(RuntimeError):
+    """An exception whose message cannot be made: str() of it raises."""
+
+    def __str__(self) -> str:
+        raise ValueError("no message for you")
+
+
 class FaultyIdentity(Identity):
     """identity, failing in fit (RuntimeError, or a long sleep), releasing NaN or aborting
     its process on demand."""
@@ -46,6 +61,20 @@ class FaultyIdentity(Identity):
         if faulty("sleep", ctx.seed):
             Path(os.environ[MARK_ENV]).touch()
             time.sleep(120)
+        if faulty("hang", ctx.seed):
+            Path(os.environ[MARK_ENV]).touch()
+            while True:
+                time.sleep(60)
+        if faulty("forkexit", ctx.seed):
+            os.fork()
+            os._exit(0)
+        if faulty("straychild", ctx.seed) and os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        if faulty("thread", ctx.seed):
+            threading.Thread(target=time.sleep, args=(600,), daemon=False).start()
+        if faulty("badstr", ctx.seed):
+            raise UnprintableError
         super().fit(task, splits, ctx)
 
     def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:

@@ -10,18 +10,37 @@ again.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+from pathlib import Path
 from typing import Annotated
 
-import typer
-
-from bench import __version__
-from bench.cli import boards, evaluate, listing, papers, run, validate
-from bench.cli.data import data_app
-from bench.core.cpu_math import pin_cpu_math
-from bench.core.errors import BenchError
-
 INTERRUPTED_EXIT = 130  # Ctrl-C, as shells report a SIGINT
+
+
+def _interrupted_while_starting(signum: int, frame: object) -> None:
+    """Ctrl-C while the command line is still being imported: one line, exit 130."""
+    print("bench: interrupted while starting; nothing was run or written", file=sys.stderr)
+    os._exit(INTERRUPTED_EXIT)
+
+
+# Run as the `bench` program, not imported (by a test, or a spawned worker): Ctrl-C during
+# the imports below says why it ends instead of printing an import's traceback (main() takes
+# it over), and the program's exit waits for no thread a plug-in left behind (`_exit`).
+AS_PROGRAM = __name__ == "__main__" or Path(sys.argv[0]).name == "bench"
+if AS_PROGRAM:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import typer  # noqa: E402
+
+from bench import __version__  # noqa: E402
+from bench.cli import boards, evaluate, listing, papers, run, validate  # noqa: E402
+from bench.cli.data import data_app  # noqa: E402
+from bench.core.cpu_math import pin_cpu_math  # noqa: E402
+from bench.core.errors import BenchError  # noqa: E402
+
 app = typer.Typer(
     help="Benchmark and attack-evaluation suite for inference-time privacy mechanisms.",
     no_args_is_help=True,
@@ -73,25 +92,41 @@ def main() -> None:
     Ctrl-C into one line and exit code 130."""
     from typer._click.exceptions import NoArgsIsHelpError
 
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     pin_cpu_math()  # before any command computes (bench.core.cpu_math)
     try:
         code = app(standalone_mode=False)
     except BenchError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        _exit(exc.exit_code)
     except NoArgsIsHelpError as exc:  # `bench` or a group without a command: its help
         print(exc.ctx.get_help() if exc.ctx else "bench --help")
-        sys.exit(2)
+        _exit(2)
     except typer.TyperException as exc:  # click's usage errors, one line instead of three
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         print(f"bench: error: {' '.join(message.split())} (see --help)", file=sys.stderr)
-        sys.exit(getattr(exc, "exit_code", 2))
+        _exit(getattr(exc, "exit_code", 2))
     except (typer.Abort, KeyboardInterrupt):
         code = INTERRUPTED_EXIT
     if code == INTERRUPTED_EXIT:  # typer turns Ctrl-C inside a command into this code
         print("bench: interrupted; finished jobs are stored, run the same command to resume",
               file=sys.stderr)  # fmt: skip
-    sys.exit(code if isinstance(code, int) else 0)
+    _exit(code if isinstance(code, int) else 0)
+
+
+def _exit(code: int) -> None:
+    """Exit with `code`. A thread that a plug-in started and left running (not a daemon)
+    would keep the interpreter alive after everything is stored and said: then the output
+    is flushed and the process ends at once, without waiting for it."""
+    lingering = [
+        t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon
+    ]
+    if AS_PROGRAM and lingering and threading.current_thread() is threading.main_thread():
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

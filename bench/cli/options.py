@@ -43,3 +43,11 @@ MaxFailuresOpt = Annotated[
     int | None,
     typer.Option(min=1, help="Stop the run once this many jobs have failed (default: never)."),
 ]
+JobTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--job-timeout",
+        help="Seconds any job may run before it is stopped as a TimedOut failure; default: "
+        "the suite's job_timeout, else max(30 min, 10 x the mean time of its kind of job).",
+    ),
+]

@@ -20,6 +20,7 @@ from bench.cli.options import (
     DryRunOpt,
     ExecutorOpt,
     JobsOpt,
+    JobTimeoutOpt,
     MaxFailuresOpt,
     MechanismOpt,
     ProgressOpt,
@@ -49,11 +50,12 @@ def run(
     dry_run: DryRunOpt = False,
     device: DeviceOpt = None,
     max_failures: MaxFailuresOpt = None,
+    job_timeout: JobTimeoutOpt = None,
 ) -> None:
     """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
-    that raises, or whose worker process dies (--jobs > 1), fails alone: the others run on
-    (up to --max-failures failed jobs), and the run ends listing the failed jobs (exit 1);
-    the same command then runs only those."""
+    that raises, whose worker process dies, or that runs past --job-timeout fails alone: the
+    others run on (up to --max-failures failed jobs), the run ends listing the failed jobs
+    (exit 1), and the same command then runs only those."""
     from bench import api
 
     filters = {"task": task, "mechanism": mechanism, "attack": attack}
@@ -65,7 +67,8 @@ def run(
             outcome = api.run_suite(
                 suite, store_path=store, out_dir=out, executor=executor, workers=jobs,
                 address=address, seeds=seeds, device=device, progress=progress,
-                max_failures=max_failures, on_failure=announce_failure, **filters,
+                max_failures=max_failures, on_failure=announce_failure, job_timeout=job_timeout,
+                **filters,
             )  # fmt: skip
         except api.RunFailedError as failed:
             typer.echo(failed.counts)
@@ -89,9 +92,8 @@ def _dry_run(
     key = _dry_run_key(suite, seeds, device, executor)
     lines = api.kept_dry_run_lines(key, store, **filters) if key else None
     if lines is None:
-        planned = api.plan(suite, seeds=seeds, device=device, check_device=executor != "ray",
-                           **filters)  # fmt: skip
-        lines = api.dry_run_lines(planned, store, key)
+        lines = api.dry_run(suite, store_path=store, seeds=seeds, device=device,
+                            check_device=executor != "ray", key=key, **filters)  # fmt: skip
     return lines
 
 

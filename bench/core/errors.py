@@ -41,6 +41,11 @@ class JobsFailedError(BenchError):
     exit_code = 1
 
 
+class IncompleteRunError(JobsFailedError):
+    """A run ended with jobs of its selection neither stored nor failed (its executor
+    stopped early): never a finished run; exit code 1, and the same command runs them."""
+
+
 class DeviceError(ConfigError):
     """A device string bench does not know, or a device this machine does not have."""
 

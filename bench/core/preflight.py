@@ -3,17 +3,22 @@ cache, leaderboard directory) is usable, the leaderboard stays inside its direct
 the run-time settings are valid. Each failure is a one-line ConfigError (exit 2) naming the
 path and the fix, so a refused run leaves no file behind and no job runs in vain.
 
-Nothing here creates a file or a directory: a path that does not exist yet is judged by
-its nearest existing ancestor (a directory this user may write into).
+A path that does not exist yet is judged by its nearest existing ancestor. A directory is
+writable when a file can really be created in it: a probe file is created there and removed
+at once (permission bits say nothing for root, nor for a read-only or virtual filesystem
+such as /proc); nothing else is created.
 """
 
 from __future__ import annotations
 
 import errno
+import math
 import os
 import re
 import sqlite3
 import stat
+import tempfile
+from contextlib import suppress
 from pathlib import Path
 
 from bench.core.errors import BenchError, ConfigError
@@ -22,9 +27,13 @@ from bench.core.errors import BenchError, ConfigError
 # and '.', not leading with '.', so that neither '.', '..' nor a hidden name is possible.
 SUITE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 BOARDS_ROOT = Path("leaderboards")
+# Where the boards of suites read from files of one's own go without --out: beside the
+# default store, out of the committed leaderboards/ (bench.api.run_suite says so in a line).
+USER_BOARDS_ROOT = Path(".bench") / "leaderboards"
 # More seeds than any study needs: `seeds = 9223372036854775807` (a suite's, or
 # `bench run --seeds`) is refused at once, not expanded until memory runs out.
 MAX_SEEDS = 1000
+MAX_TIMEOUT_S = 30 * 24 * 3600.0  # a month: a job time limit beyond it is a typo, not a limit
 
 
 def check_suite_name(name: str, where: str) -> str:
@@ -37,16 +46,32 @@ def check_suite_name(name: str, where: str) -> str:
     return name
 
 
-def board_dir(out: Path | None, suite: str) -> Path:
-    """Where a suite's leaderboard goes: `out`, else leaderboards/SUITE, which must resolve
-    to a directory directly inside leaderboards/ (never the site index's own directory)."""
+def checked_timeout(value: object, where: str) -> float:
+    """`value` as a job time limit in seconds (bench.run.timeouts): a positive finite number
+    up to a month (not a bool); anything else is a one-line ConfigError naming `where`."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    seconds = float(value) if ok else math.nan  # type: ignore[arg-type]
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_S):
+        raise ConfigError(
+            f"{where} must be a positive number of seconds up to {MAX_TIMEOUT_S:,.0f} "
+            f"(30 days), got {value!r}"
+        )
+    return seconds
+
+
+def board_dir(out: Path | None, suite: str, *, shipped: bool = True) -> Path:
+    """Where a suite's leaderboard goes: `out`, else, for a shipped suite,
+    leaderboards/SUITE (the committed boards), and for a suite read from any other file
+    .bench/leaderboards/SUITE, so that a suite of one's own never writes over a committed
+    board, whatever its name. The default must resolve to a directory directly inside its
+    root (never the site index's own directory)."""
     if out is not None:
         return out
-    path = BOARDS_ROOT / suite
-    root = BOARDS_ROOT.resolve()
-    if path.resolve().parent != root:
+    root = BOARDS_ROOT if shipped else USER_BOARDS_ROOT
+    path = root / suite
+    if path.resolve().parent != root.resolve():
         raise ConfigError(
-            f"suite {suite!r}: leaderboard directory {path} resolves outside {BOARDS_ROOT}/; "
+            f"suite {suite!r}: leaderboard directory {path} resolves outside {root}/; "
             "rename the suite or pass --out DIR"
         )
     return path
@@ -82,12 +107,32 @@ def _nearest_existing(path: Path, what: str) -> Path:
     return Path("/")
 
 
+def _cannot_write(where: Path, exc: OSError) -> str:
+    """Why no file can be written at `where`, with the fix."""
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (
+            f"directory {where} is read-only for this user; make it writable or choose another path"
+        )
+    if exc.errno == errno.EROFS:
+        return f"{where} is on a read-only filesystem; choose a path on a writable one"
+    return f"no file can be created in {where} ({exc.strerror or exc}); choose another path"
+
+
 def _writable_dir(directory: Path, path: Path, what: str) -> None:
+    """A directory a file can be created in: the permission bits allow it, and a probe
+    file really is created there (and removed)."""
     if not os.access(directory, os.W_OK | os.X_OK):
         raise ConfigError(
             f"{what} {path}: directory {directory} is read-only for this user; make it "
             "writable or choose another path"
         )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".bench-probe-", dir=directory)
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: {_cannot_write(directory, exc)}") from exc
+    os.close(fd)
+    with suppress(OSError):
+        os.unlink(probe)
 
 
 def check_dir_target(path: Path, what: str) -> None:
@@ -122,8 +167,27 @@ def check_file_target(path: Path, what: str) -> bool:
             f"{what} {path}: the file is read-only for this user; make it writable "
             "(chmod u+w) or use another --store"
         )
+    try:  # opening for writing changes nothing, and fails on a read-only filesystem
+        os.close(os.open(path, os.O_RDWR | os.O_NONBLOCK))
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: {_cannot_open(exc)}") from exc
     _writable_dir(path.absolute().parent, path, what)
     return True
+
+
+def _cannot_open(exc: OSError) -> str:
+    """Why an existing file cannot be opened for writing, with the fix."""
+    if exc.errno == errno.EROFS:
+        return (
+            "the file is on a read-only filesystem; copy it to a writable one or use "
+            "another --store"
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return (
+            "the file is read-only for this user; make it writable (chmod u+w) or use "
+            "another --store"
+        )
+    return f"cannot be opened for writing ({exc.strerror or exc}); use another --store"
 
 
 # ------------------------------------------------------------ failures during a run

@@ -9,7 +9,10 @@ Artifacts are read onto the CPU whatever device built them (the job moves them t
 one built on an accelerator is keyed by its device kind, as its floats differ from the CPU's.
 An entry is also keyed by the code that builds it: the project modules of the caller and of
 the build function, followed through their imports (bench.core.codeversion), so an edit to any
-helper below them rebuilds the artifact instead of handing out one the old code made.
+helper below them rebuilds the artifact instead of handing out one the old code made. When
+that code is a plug-in's (a package of a plug-in component loaded here), its own package's
+files and its distribution's version key the entry too (`plugin_identity`); the entries of
+the project's own code keep their keys.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 import torch
 
-from bench.core.codeversion import code_digest
+from bench.core.codeversion import code_digest, plugin_closure, plugin_identity, top_package
 from bench.core.device import CPU, device_kind, to_cpu
 from bench.core.errors import ConfigError
 from bench.core.fsutil import atomic_write
@@ -64,10 +67,14 @@ class ArtifactCache:
         return digest(keyed, length=24)
 
     @staticmethod
-    def entry_key(key: str, modules: tuple[str, ...]) -> str:
+    def entry_key(key: str, modules: tuple[str, ...], plugin: str | None = None) -> str:
         """Where the artifact of recipe key `key`, built by code in `modules`, is stored: the
-        key and the code version of those modules and all they import. The build is seeded
+        key and the code version of those modules and all they import, and `plugin`, the
+        code version of plug-in code that builds it (None: none does). The build is seeded
         by `key` alone, so the same code rebuilds the same artifact in a cold cache."""
+        if plugin is not None:
+            code = code_digest(*modules, skip_audit=False) if modules else None
+            return digest({"key": key, "code": code, "plugin": plugin}, length=24)
         if not modules:
             return key
         return digest({"key": key, "code": code_digest(*modules, skip_audit=False)}, length=24)
@@ -92,7 +99,10 @@ class ArtifactCache:
     def get_or_build(self, recipe: dict[str, Any], build: Callable[[], Any]) -> Any:
         """Load the artifact for `recipe`, building and storing it first if needed."""
         key = self.key(recipe)
-        entry_key = self.entry_key(key, _builder_modules(build, sys._getframe(1)))
+        caller = sys._getframe(1)
+        entry_key = self.entry_key(
+            key, _builder_modules(build, caller), plugin_identity(*_plugin_builders(build, caller))
+        )
         start = time.perf_counter()
         outermost = self._depth == 0
         self._depth += 1
@@ -154,3 +164,22 @@ def _builder_modules(build: Callable[[], Any], caller: Any) -> tuple[str, ...]:
     function = getattr(build, "func", build)  # functools.partial -> the function it wraps
     names = {caller.f_globals.get("__name__"), getattr(function, "__module__", None)}
     return tuple(sorted(n for n in names if isinstance(n, str) and in_project(n)))
+
+
+def _plugin_builders(build: Callable[[], Any], caller: Any) -> tuple[str, ...]:
+    """The plug-in modules among those `_builder_modules` looks at: a module of a plug-in
+    component loaded in this process (bench.plugin.registry.plugin_modules) or one of its
+    own package's modules that it draws on (bench.core.codeversion.plugin_closure)."""
+    from bench.plugin.registry import plugin_modules
+
+    components = plugin_modules()
+    if not components:
+        return ()
+    function = getattr(build, "func", build)
+    names = {caller.f_globals.get("__name__"), getattr(function, "__module__", None)}
+    names = {n for n in names if isinstance(n, str) and not in_project(n)}
+    if not names:
+        return ()
+    packages = {top_package(n) for n in names}
+    code = frozenset().union(*(plugin_closure(m) for m in components if top_package(m) in packages))
+    return tuple(sorted(names & code))

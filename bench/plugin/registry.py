@@ -20,6 +20,42 @@ T = TypeVar("T")
 
 # Packages whose modules register the in-tree components when imported.
 _IN_TREE = {"task": "bench.tasks", "mechanism": "mechanisms", "attack": "attacks"}
+# Top-level package of a plug-in loaded through an entry point -> (name, version) of the
+# distribution that declares it: part of its jobs' code version (bench.core.codeversion).
+_ENTRY_POINT_DISTS: dict[str, tuple[str, str]] = {}
+# Modules defining the plug-in components loaded in this process (entry points and
+# `module:Class` names): the code whose artifacts are keyed by plug-in code versions.
+_PLUGIN_MODULES: set[str] = set()
+
+
+def _top(module_name: str) -> str:
+    return module_name.split(".")[0]
+
+
+def _note_plugin(cls: type, dist: object = None) -> None:
+    """Remember that `cls` is plug-in code, and the distribution its entry point came from."""
+    from bench.core.project import in_project
+
+    module = getattr(cls, "__module__", "")
+    if not isinstance(module, str) or in_project(module):
+        return
+    _PLUGIN_MODULES.add(module)
+    metadata = getattr(dist, "metadata", None)
+    name = metadata["Name"] if metadata is not None else None
+    version = getattr(dist, "version", None)
+    if name and version:
+        _ENTRY_POINT_DISTS[_top(module)] = (str(name), str(version))
+
+
+def entry_point_distribution(package: str) -> tuple[str, str] | None:
+    """(name, version) of the distribution whose entry point loaded a plug-in of top-level
+    `package` in this process, or None."""
+    return _ENTRY_POINT_DISTS.get(package)
+
+
+def plugin_modules() -> frozenset[str]:
+    """Modules defining the plug-in components loaded in this process."""
+    return frozenset(_PLUGIN_MODULES)
 
 
 def _import_package_modules(package_name: str) -> None:
@@ -65,6 +101,7 @@ class Registry(Generic[T]):
                     f"whose name attribute is {getattr(cls, 'name', None)!r}; make them equal"
                 )
             self.register(cls)
+            _note_plugin(cls, getattr(ep, "dist", None))
 
     def get(self, name: str) -> type[T]:
         """The class registered as `name`, or a one-line error listing the known names."""
@@ -103,6 +140,7 @@ def load_object(spec: str, kind: str) -> type:
     base = _base_class(kind)
     if base is not None and not (isinstance(obj, type) and issubclass(obj, base)):
         raise UnknownNameError(f"{spec} is not a bench {base.__name__} (a subclass of it)")
+    _note_plugin(obj)
     return obj
 
 

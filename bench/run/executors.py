@@ -2,8 +2,10 @@
 store (the runner, in the driver process, alone does), so a lost or retried worker can
 never duplicate or half-write a result.
 
-- `LocalExecutor(1)`: in this process, in order.
-- `LocalExecutor(n)`: n spawned worker processes on this machine.
+- `LocalExecutor(n)`: n supervised worker processes on this machine, one at --jobs 1
+  (bench.run.supervisor): a job whose process dies, or that runs past its time limit, is
+  that job's failure (WorkerDied, TimedOut), and the run goes on.
+- `InlineExecutor()`: in this process, in order, unsupervised (tests, embedding).
 - `RayExecutor(address)`: Ray tasks on a cluster (or a local Ray instance started and
   stopped here); a task whose worker dies is retried by Ray, up to `max_retries` times.
 
@@ -14,26 +16,17 @@ jobs it has and asks again after `WAIT_S`.
 
 A job that raises (a plug-in's bug, a mechanism's NaN output) yields a `JobFailure` in
 place of its outcome, caught where it ran (`attempt`), and the other jobs run on. Ctrl-C
-is not a job's failure: it stops the run, and pool workers, which ignore it, are stopped
-by the driver at once rather than left to finish their jobs.
+is not a job's failure: it stops the run, and workers, which ignore it, are stopped by the
+driver at once rather than left to finish their jobs.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
-import sys
-import threading
 import time
-import traceback
-from collections.abc import Callable, Generator, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
-from multiprocessing.context import BaseContext
-from multiprocessing.process import BaseProcess
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -42,34 +35,15 @@ from bench.core.device import device_kind
 from bench.core.errors import ConfigError
 from bench.core.quiet import silence_dependencies
 from bench.plugin.registry import MECHANISMS
+from bench.run.failure import JobFailure as JobFailure  # re-exported: the executors' outcome
 from bench.run.job import Job
 from bench.run.kinds import run_job_of_kind
 from bench.run.kinds.reconstruction import JobOutcome
-
-MAX_MESSAGE_CHARS = 300  # a failure's one-line message is cut here (the traceback is whole)
-
-
-@dataclass(frozen=True)
-class JobFailure:
-    """What a job that raised leaves instead of a JobOutcome: the exception's type name, its
-    message on one line (what the user sees) and the whole traceback (kept in the store)."""
-
-    error: str
-    message: str
-    traceback: str
-
-    @classmethod
-    def of(cls, exc: BaseException) -> JobFailure:
-        """The failure an exception describes, with its traceback as it is now."""
-        message = " ".join(str(exc).split()) or "(no message)"
-        if len(message) > MAX_MESSAGE_CHARS:
-            message = message[: MAX_MESSAGE_CHARS - 3] + "..."
-        return cls(type(exc).__name__, message, "".join(traceback.format_exception(exc)))
-
-    def line(self) -> str:
-        """The failure on one line: "Type: message"."""
-        return f"{self.error}: {self.message}"
-
+from bench.run.supervisor import (
+    STOP_SIGNAL,
+    LimitOf,
+    supervised_run,
+)
 
 Results = Iterator[tuple[Job, JobOutcome | JobFailure]]
 OnStart = Callable[[Job], None]
@@ -107,7 +81,8 @@ def _ignore(job: Job) -> None:
 class Executor(Protocol):
     """Runs the jobs of a feed (a list is one) and yields their outcomes as they complete
     (any order; a JobFailure for a job that raised); `on_start` is told of each job when
-    it is handed to a worker."""
+    it is handed to a worker. The runner passes `limit_of` (seconds each job may run) only
+    when a run has time limits; an executor that cannot enforce them ignores it."""
 
     def run(
         self, jobs: Feed, cache_root: Path, progress: bool, on_start: OnStart = _ignore
@@ -119,7 +94,7 @@ PARENT_POLL_S = 1.0
 
 def _watch_parent(parent_pid: int) -> None:
     """Worker initializer: end this worker as soon as the driver that spawned it is gone
-    (killed with SIGKILL or SIGTERM, it cannot stop its pool), so no orphan keeps running
+    (killed with SIGKILL or SIGTERM, it cannot stop its workers), so no orphan keeps running
     jobs whose results nobody will store."""
     import threading
     import time
@@ -132,19 +107,17 @@ def _watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
-STOP_SIGNAL = signal.SIGUSR1  # the driver's request to a pool worker: stop (_stop_pool)
-STOP_GRACE_S = 5.0  # then a worker still running is killed
-_in_job = False  # a pool worker runs a job now
-_stopping = False  # a pool worker was asked to stop: it runs no more jobs
+_in_job = False  # this worker runs a job now
+_stopping = False  # this worker was asked to stop: it runs no more jobs
 
 
 class _Stopped(BaseException):
-    """Ends the job of a pool worker that the driver stops (Ctrl-C): not a job failure, and
+    """Ends the job of a worker that the driver stops (Ctrl-C): not a job failure, and
     nobody reads it. A BaseException, so `attempt` lets it through."""
 
 
 def _on_stop(signum: int, frame: object) -> None:
-    """A pool worker's STOP_SIGNAL handler: end the job it runs, and refuse the next ones."""
+    """A worker's STOP_SIGNAL handler: end the job it runs, and refuse the next ones."""
     global _stopping
     _stopping = True
     if _in_job:
@@ -152,29 +125,13 @@ def _on_stop(signum: int, frame: object) -> None:
 
 
 def _init_worker(parent_pid: int) -> None:
-    """Pool worker initializer: ignore Ctrl-C (the driver alone handles it, and stops the
-    workers; a terminal's Ctrl-C reaches every process of its group), stop when the driver
-    asks (STOP_SIGNAL), and end with the driver."""
+    """Worker set-up: ignore Ctrl-C (the driver alone handles it, and stops the workers; a
+    terminal's Ctrl-C reaches every process of its group), stop when the driver asks
+    (STOP_SIGNAL), and end with the driver."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(STOP_SIGNAL, _on_stop)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)  # see _worker_signals_blocked
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, STOP_SIGNAL})  # see supervisor
     _watch_parent(parent_pid)
-
-
-_WORKER_SIGNALS = {signal.SIGINT, STOP_SIGNAL}
-
-
-@contextmanager
-def _worker_signals_blocked() -> Iterator[None]:
-    """Block Ctrl-C and STOP_SIGNAL in this thread while pool workers may be spawned: a
-    worker inherits the mask, so neither can end it while it starts, before its
-    initializer handles them (a STOP_SIGNAL sent meanwhile waits for it). The driver's own
-    Ctrl-C is not lost: it is delivered on leaving the block."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _interrupted(exc: BaseException) -> bool:
@@ -204,7 +161,7 @@ def attempt(job: Job, cache_root: Path, progress: bool = False) -> JobOutcome | 
 
 
 def _run_in_worker(job: Job, cache_root: str) -> JobOutcome | JobFailure:
-    """Worker entry point (run_job pins the job's own thread count); in a pool worker the
+    """Worker entry point (run_job pins the job's own thread count); in a worker the
     driver asked to stop, the job ends at once (_on_stop)."""
     global _in_job
     _in_job = True
@@ -217,23 +174,49 @@ def _run_in_worker(job: Job, cache_root: str) -> JobOutcome | JobFailure:
 
 
 class LocalExecutor:
-    """This process (workers = 1) or a pool of spawned processes on this machine."""
+    """Supervised worker processes on this machine (bench.run.supervisor): `workers` of them,
+    one at --jobs 1 too, so a job that kills, forks or hangs its process fails alone."""
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = workers
 
     def run(
-        self, jobs: Feed, cache_root: Path, progress: bool, on_start: OnStart = _ignore
+        self,
+        jobs: Feed,
+        cache_root: Path,
+        progress: bool,
+        on_start: OnStart = _ignore,
+        limit_of: LimitOf | None = None,
     ) -> Results:
-        feed = _Pull(jobs)
-        if self.workers <= 1:
-            yield from self._run_here(feed, cache_root, progress, on_start)
-        else:
-            yield from self._run_in_pool(feed, cache_root, on_start)
+        """Each job of the feed on a free worker, within `limit_of(job)` seconds (no limit
+        without it); `progress` is not shown by jobs in workers."""
+        yield from supervised_run(
+            _Pull(jobs),
+            cache_root,
+            max(1, self.workers),
+            on_start,
+            limit_of,
+            worker=(_init_worker, _run_in_worker),
+            wait_s=WAIT_S,
+        )
 
-    @staticmethod
-    def _run_here(feed: _Pull, cache_root: Path, progress: bool, on_start: OnStart) -> Results:
-        """One job at a time in this process, each taken from the feed when the last ends."""
+
+class InlineExecutor:
+    """Jobs in this very process, one at a time, unsupervised: a job that exits, aborts or
+    hangs takes the caller with it. For tests and for embedding bench where a job's
+    process must be the caller's; `bench run` always uses LocalExecutor."""
+
+    def run(
+        self,
+        jobs: Feed,
+        cache_root: Path,
+        progress: bool,
+        on_start: OnStart = _ignore,
+        limit_of: LimitOf | None = None,
+    ) -> Results:
+        """One job at a time, each taken from the feed when the last ends (`limit_of` is not
+        enforced here)."""
+        feed = _Pull(jobs)
         while not feed.exhausted:
             job = feed.take()
             if job is not None:
@@ -241,149 +224,6 @@ class LocalExecutor:
                 yield job, attempt(job, cache_root, progress)
             elif feed.starved:
                 time.sleep(WAIT_S)
-
-    def _run_in_pool(self, feed: _Pull, cache_root: Path, on_start: OnStart) -> Results:
-        """Spawned workers, each job submitted when a worker is free or about to be (one
-        job queued beyond the workers, so none idles between jobs). Left early (Ctrl-C, the
-        runner stopped), the workers are stopped rather than waited for.
-
-        A worker that dies outright (a segfault, os.abort, the OOM killer) breaks the pool,
-        and the pool cannot say which of its jobs killed it: each job it held is then run
-        again alone in a fresh worker, where a death is that job's JobFailure, and a new
-        pool goes on with the feed."""
-        ctx = multiprocessing.get_context("spawn")
-        _quiet_resource_tracker()
-        while True:
-            lost = yield from self._pool_session(ctx, feed, cache_root, on_start)
-            if lost is None:
-                return
-            yield from _run_alone(ctx, lost, cache_root)
-
-    def _pool_session(
-        self, ctx: BaseContext, feed: _Pull, cache_root: Path, on_start: OnStart
-    ) -> Generator[tuple[Job, JobOutcome | JobFailure], None, list[Job] | None]:
-        """One pool's run over the feed: None when the feed is done, else the jobs the pool
-        held when a worker died (their outcomes unknown)."""
-        with ProcessPoolExecutor(
-            self.workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
-        ) as pool:
-            pending: dict[Future, Job] = {}
-            try:
-                while not feed.exhausted or pending:
-                    while len(pending) <= self.workers and (job := feed.take()) is not None:
-                        with _worker_signals_blocked():  # submit may spawn a worker
-                            fut = pool.submit(_run_in_worker, job, str(cache_root))
-                        pending[fut] = job
-                        on_start(job)
-                    if not pending:
-                        if feed.starved:
-                            time.sleep(WAIT_S)
-                        continue
-                    timeout = WAIT_S if feed.starved else None
-                    done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        job = pending.pop(fut)
-                        try:
-                            outcome = fut.result()
-                        except BrokenProcessPool:
-                            lost = [job, *pending.values()]
-                            pending.clear()
-                            return lost
-                        yield job, outcome
-            finally:
-                if pending:
-                    _stop_pool(pool)
-        return None
-
-
-def _run_alone(ctx: BaseContext, jobs: list[Job], cache_root: Path) -> Results:
-    """Each of `jobs` in turn on a single worker: its outcome, or, when the worker dies, a
-    JobFailure saying so (with the signal or exit code), since a death there is that job's
-    alone; a new worker then takes the next job."""
-    pool: ProcessPoolExecutor | None = None
-    try:
-        for job in jobs:
-            if pool is None:
-                pool = ProcessPoolExecutor(
-                    1, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
-                )
-            with _worker_signals_blocked():
-                fut = pool.submit(_run_in_worker, job, str(cache_root))
-            workers = list((getattr(pool, "_processes", None) or {}).values())
-            try:
-                outcome = fut.result()
-            except BrokenProcessPool:
-                outcome = _died(workers)
-                pool.shutdown(wait=True)
-                pool = None
-            yield job, outcome
-    except BaseException:  # Ctrl-C: stop the worker rather than wait for its job
-        if pool is not None:
-            _stop_pool(pool)
-            pool = None
-        raise
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-
-
-def _quiet_resource_tracker() -> None:
-    """A worker that died leaves its pool's semaphores to multiprocessing's resource
-    tracker, which unlinks them and warns about each on stderr at exit: chatter about a
-    death the run already reports as that job's failure. The tracker process takes its
-    warning filters from this interpreter's -W options, read when it starts."""
-    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
-    if quiet not in sys.warnoptions:
-        sys.warnoptions.append(quiet)
-
-
-DEATH_JOIN_S = 5.0  # how long to wait for a dead worker to be reaped
-
-
-def _died(workers: list[BaseProcess]) -> JobFailure:
-    """The failure of a job whose worker process died, naming how it ended."""
-    for worker in workers:
-        worker.join(DEATH_JOIN_S)  # reaped: its exit code is known
-    codes = [w.exitcode for w in workers if w.exitcode is not None]
-    how = "for an unknown reason"
-    if codes and codes[0] < 0:
-        try:
-            how = f"killed by {signal.Signals(-codes[0]).name}"
-        except ValueError:
-            how = f"killed by signal {-codes[0]}"
-    elif codes:
-        how = f"with exit code {codes[0]}"
-    message = (
-        f"the worker process running this job died {how} (a crash in native code, an "
-        "abort, or the out-of-memory killer); the other jobs ran on"
-    )
-    return JobFailure("WorkerDied", message, f"WorkerDied: {message}\n")
-
-
-def _stop_pool(pool: ProcessPoolExecutor) -> None:
-    """Stop a pool now rather than wait for its jobs (its workers ignore Ctrl-C): drop the
-    queued jobs and ask each worker to stop (STOP_SIGNAL), which ends its job where it is,
-    so it exits the ordinary way (a killed worker would leave its semaphores to the
-    resource tracker, which warns about them); one still running after STOP_GRACE_S is
-    killed. The stopped jobs are not stored, so they rerun."""
-    workers = list((getattr(pool, "_processes", None) or {}).values())
-    for worker in workers:
-        if worker.pid is not None and worker.is_alive():
-            with suppress(ProcessLookupError):
-                os.kill(worker.pid, STOP_SIGNAL)
-    stragglers = threading.Timer(STOP_GRACE_S, _kill_alive, (workers,))
-    stragglers.start()
-    try:
-        pool.shutdown(wait=True, cancel_futures=True)
-    finally:
-        stragglers.cancel()
-
-
-def _kill_alive(workers: list[BaseProcess]) -> None:
-    """SIGKILL each of `workers` still running."""
-    for worker in workers:
-        if worker.is_alive():
-            worker.kill()
 
 
 def job_resources(job: Job) -> dict[str, float]:
@@ -406,8 +246,15 @@ class RayExecutor:
         self.max_retries = max_retries
 
     def run(
-        self, jobs: Feed, cache_root: Path, progress: bool, on_start: OnStart = _ignore
+        self,
+        jobs: Feed,
+        cache_root: Path,
+        progress: bool,
+        on_start: OnStart = _ignore,
+        limit_of: LimitOf | None = None,
     ) -> Results:
+        """The feed's jobs as Ray tasks; Ray retries a task whose worker dies (up to
+        `max_retries`), and `limit_of` is not enforced (Ray tasks have no time limit)."""
         try:
             import ray
         except ImportError:

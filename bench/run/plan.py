@@ -1,7 +1,8 @@
 """A suite's jobs (`expand`), each with the code version of the parts it uses
 (`code_hash_of`): the modules of its task, mechanism and attack classes and what they import,
-the harness, and the audit for the utility jobs that run it. The record itself is
-bench.run.job.Job."""
+the harness, and the audit for the utility jobs that run it; for a plug-in's class, also its
+own package's code and its distribution's name and version (`plugin_modules_of`). The
+record itself is bench.run.job.Job."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.certify.audit.registry import audit_modules
-from bench.core.codeversion import AUDIT_PACKAGE, module_files
+from bench.core.codeversion import AUDIT_PACKAGE, module_files, plugin_identity, top_package
 from bench.core.codeversion import RESULT_NEUTRAL as RESULT_NEUTRAL  # re-exported (tests)
 from bench.core.codeversion import code_files as code_files  # re-exported (tests)
 from bench.core.device import jobs_device
 from bench.core.errors import ConfigError
-from bench.core.hashing import files_digest
+from bench.core.hashing import digest, files_digest
 from bench.core.preflight import MAX_SEEDS
 from bench.core.project import in_project
 from bench.core.threads import threads_for
@@ -57,10 +58,30 @@ def code_files_of(*classes: type, audited: bool = False) -> set[Path]:
     return files
 
 
+def plugin_modules_of(*classes: type) -> tuple[str, ...]:
+    """The modules of the classes that are not the project's, and of their bases from the
+    same top-level package: the plug-in code a job's code version adds (empty for a job of
+    the project's own components)."""
+    modules: set[str] = set()
+    for cls in classes:
+        if in_project(cls.__module__):
+            continue
+        package = top_package(cls.__module__)
+        modules |= {b.__module__ for b in cls.__mro__ if top_package(b.__module__) == package}
+    return tuple(sorted(modules))
+
+
 @cache
 def code_hash_of(*classes: type, audited: bool = False) -> str:
-    """Code version of the parts a job uses (the files of `code_files_of`)."""
-    return files_digest(sorted(code_files_of(*classes, audited=audited)))
+    """Code version of the parts a job uses: the files of `code_files_of`, and for a job
+    with a plug-in's class, that plug-in's code and distribution too
+    (bench.core.codeversion.plugin_identity). A job of the project's own classes has no
+    plug-in part, so its hash is exactly the digest of its project files."""
+    project = files_digest(sorted(code_files_of(*classes, audited=audited)))
+    plugin = plugin_identity(*plugin_modules_of(*classes))
+    if plugin is None:
+        return project
+    return digest({"project": project, "plugin": plugin})
 
 
 def _infers_membership(attack_cls: type) -> bool:
@@ -70,7 +91,7 @@ def _infers_membership(attack_cls: type) -> bool:
     return bool(getattr(attack_cls, "infers_membership", False))
 
 
-def _attack_samples(suite: Suite, entry: Entry, task: Task) -> int:
+def attack_samples_of(suite: Suite, entry: Entry, task: Task) -> int:
     """The test samples the task's attack jobs score; a suite asking for more than the task
     has is refused (the row would record a sample count its metrics do not have)."""
     wanted = entry.attack_samples or suite.attack_samples
@@ -84,7 +105,7 @@ def _attack_samples(suite: Suite, entry: Entry, task: Task) -> int:
     return wanted
 
 
-def _check_sizes(suite: Suite, entry: Entry, task: Task) -> None:
+def check_sizes(suite: Suite, entry: Entry, task: Task) -> None:
     """A size option larger than its split is refused, naming the size there is: the task
     would run on fewer samples than its config (and every stored row) says."""
     splits = None
@@ -101,6 +122,36 @@ def _check_sizes(suite: Suite, entry: Entry, task: Task) -> None:
             )
 
 
+def check_seeds(suite: Suite, seeds: int | None) -> None:
+    """A --seeds override within [1, MAX_SEEDS] that keeps the suite within MAX_JOBS jobs;
+    else a one-line ConfigError."""
+    if seeds is None:
+        return
+    if not 1 <= seeds <= MAX_SEEDS:
+        raise ConfigError(f"--seeds must be in [1, {MAX_SEEDS}], got {seeds:,}")
+    bound = job_count_bound(replace(suite, seeds=seeds))
+    if bound > MAX_JOBS:
+        raise ConfigError(
+            f"{suite.source} with {seeds} seeds expands to up to {bound:,} jobs, more "
+            f"than {MAX_JOBS:,}; lower --seeds"
+        )
+
+
+def attacks_of(suite: Suite, task_name: str, modality: str, m_entry: Entry) -> list[Entry]:
+    """The suite's attacks that run on a (task, mechanism): those that apply to both and
+    to the task's modality, reconstruction attacks on mechanisms with an encoder and
+    membership-inference attacks on label-only ones (bench.run.kinds.membership)."""
+    m_cls = MECHANISMS.get(m_entry.name)
+    return [
+        a
+        for a in suite.attacks
+        if a.applies_to(task_name)
+        and a.attacks_mechanism(m_entry.name)
+        and modality in ATTACKS.get(a.name).modalities
+        and bool(m_cls.releases_labels) == _infers_membership(ATTACKS.get(a.name))
+    ]
+
+
 def expand(
     suite: Suite,
     *,
@@ -114,21 +165,13 @@ def expand(
     bench.core.device; None: the suite's `device` key, else the CPU); utility jobs (attack None)
     always included for the selected (task, mechanism) pairs."""
     on = jobs_device(device or suite.device, check=False, where=f"{suite.source}: 'device'")
-    if seeds is not None:
-        if not 1 <= seeds <= MAX_SEEDS:
-            raise ConfigError(f"--seeds must be in [1, {MAX_SEEDS}], got {seeds:,}")
-        bound = job_count_bound(replace(suite, seeds=seeds))
-        if bound > MAX_JOBS:
-            raise ConfigError(
-                f"{suite.source} with {seeds} seeds expands to up to {bound:,} jobs, more "
-                f"than {MAX_JOBS:,}; lower --seeds"
-            )
+    check_seeds(suite, seeds)
     jobs: list[Job] = []
     for t_entry in suite.tasks:
         if task is not None and t_entry.name != task:
             continue
         task_obj: Task = make_task(t_entry.name, t_entry.params, suite.source)
-        _check_sizes(suite, t_entry, task_obj)
+        check_sizes(suite, t_entry, task_obj)
         data_hash = task_obj.data_fingerprint()
         task_cls = TASKS.get(t_entry.name)
         for m_entry in suite.mechanisms:
@@ -144,14 +187,10 @@ def expand(
             # (bench.run.kinds.membership).
             attack_entries = [
                 a
-                for a in suite.attacks
-                if (attack is None or a.name == attack)
-                and a.applies_to(t_entry.name)
-                and a.attacks_mechanism(m_entry.name)
-                and task_obj.modality in ATTACKS.get(a.name).modalities
-                and bool(m_cls.releases_labels) == _infers_membership(ATTACKS.get(a.name))
+                for a in attacks_of(suite, t_entry.name, task_obj.modality, m_entry)
+                if attack is None or a.name == attack
             ]
-            samples = _attack_samples(suite, t_entry, task_obj) if attack_entries else 0
+            samples = attack_samples_of(suite, t_entry, task_obj) if attack_entries else 0
             for m_params in m_entry.param_sets():
                 resolved = m_cls(**m_params).params
                 for seed in range(seeds or suite.seeds):

@@ -86,6 +86,8 @@ def write_suite_leaderboard(
     [out_dir/leaderboard.json] returned): a page stamped with the same `board_inputs` is
     known current without building a row; otherwise the rows are rebuilt and compared."""
     inputs = board_inputs(suite, jobs, store)
+    # A board whose page shows these inputs but whose JSON is damaged is written again.
+    only_if_stale = only_if_stale and board_is_valid(Path(out_dir))
     if only_if_stale and shows_inputs(out_dir, inputs):
         return [Path(out_dir) / "leaderboard.json"]
     hashes = list(dict.fromkeys(j.hash for j in jobs))
@@ -118,6 +120,21 @@ def write_suite_leaderboard(
         inputs_digest=inputs,
         kind=suite.kind,
     )
+
+
+def board_is_valid(out_dir: Path) -> bool:
+    """Whether `out_dir`/leaderboard.json is a readable board of the leaderboard schema
+    (bench.report.board.load, schema_check): one that is not is never left as current."""
+    from bench.core.errors import BenchError
+    from bench.report.board.load import load_leaderboard
+    from bench.report.board.schema_check import check_schema
+
+    path = out_dir / "leaderboard.json"
+    try:
+        check_schema(load_leaderboard(path), path)
+    except BenchError:
+        return False
+    return True
 
 
 def board_inputs(suite: Suite, jobs: list[Job], store: ResultStore) -> str:
@@ -265,7 +282,7 @@ def keep_plan(
     from bench.core.project import in_project
     from bench.plugin.registry import ATTACKS, TASKS
     from bench.report.board.html import inputs_stamp, report_stamp
-    from bench.run.warm import Plan, save_plan, times_digest
+    from bench.run.warm import Plan, board_digest, save_plan, times_digest
 
     classes = [TASKS.get(j.task) for j in jobs] + [MECHANISMS.get(j.mechanism) for j in jobs]
     classes += [ATTACKS.get(j.attack) for j in jobs if j.attack is not None]
@@ -277,6 +294,9 @@ def keep_plan(
     page = board_dir / "index.html"
     if not page.is_file() or not all(s in page.read_text() for s in stamps):
         return
+    written = board_digest(board_dir)
+    if written is None:
+        return
     hashes = sorted({j.hash for j in jobs})
     plan = Plan(
         suite=suite.name,
@@ -284,5 +304,6 @@ def keep_plan(
         stored=times_digest(db.created_times(hashes)),
         stamps=stamps,
         summary=summary,
+        board=written,
     )
     save_plan(store, key, plan)

@@ -16,6 +16,7 @@ died) and then takes them over; it returns once every job of its selection is st
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import socket
@@ -27,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, cast
 
-from bench.core.errors import ConfigError
+from bench.core.errors import ConfigError, IncompleteRunError
 from bench.core.hashing import canonical_json
 from bench.run.executors import Executor, JobFailure, LocalExecutor
 from bench.run.job import Job
@@ -37,6 +38,7 @@ from bench.store.results import ResultStore
 
 LEASE_TIMEOUT_ENV = "BENCH_LEASE_TIMEOUT"
 DEFAULT_LEASE_TIMEOUT_S = 60.0
+MAX_LEASE_TIMEOUT_S = 86_400.0
 HEARTBEATS_PER_TIMEOUT = 4  # a lease is renewed this many times per timeout
 
 
@@ -133,17 +135,22 @@ def describe_parts(
 
 def lease_timeout_s() -> float:
     """Seconds without a heartbeat after which a runner counts as dead and its jobs are
-    taken over: $BENCH_LEASE_TIMEOUT, else 60 (small values only for tests)."""
+    taken over: $BENCH_LEASE_TIMEOUT, else 60 (small values only for tests). A value that
+    is not a positive, finite number up to a day is refused (an infinite lease would never
+    expire, and its heartbeat interval cannot be waited for)."""
     raw = os.environ.get(LEASE_TIMEOUT_ENV, "").strip()
     if not raw:
         return DEFAULT_LEASE_TIMEOUT_S
     try:
         value = float(raw)
     except ValueError:
-        value = float("nan")
-    if value > 0:
+        value = math.nan
+    if math.isfinite(value) and 0 < value <= MAX_LEASE_TIMEOUT_S:
         return value
-    raise ConfigError(f"{LEASE_TIMEOUT_ENV} must be a positive number of seconds, not {raw!r}")
+    raise ConfigError(
+        f"{LEASE_TIMEOUT_ENV} must be a positive number of seconds up to "
+        f"{MAX_LEASE_TIMEOUT_S:,.0f} (a day), not {raw!r}"
+    )
 
 
 def new_runner_id() -> str:
@@ -203,7 +210,7 @@ class Heartbeat:
             while not self._stop.wait(self.interval_s):
                 try:
                     store.heartbeat(self.runner)
-                except sqlite3.OperationalError:
+                except sqlite3.Error:
                     continue  # the store stayed locked past its timeout: try on the next beat
         finally:
             store.close()
@@ -245,16 +252,20 @@ def run_jobs(
     lease_timeout: float | None = None,
     on_failure: Callable[[FailedJob], None] | None = None,
     max_failures: int | None = None,
+    limit_of: Callable[[Job], float] | None = None,
 ) -> RunSummary:
     """Run every job not yet in `store` and store each result as soon as it is ready;
     with other runners on the store, only the jobs this one leases, then wait until the
     others' jobs are stored too (`lease_timeout`: seconds, default `lease_timeout_s()`).
     A job that raises is recorded as failed (`store.failures`), told to `on_failure` and
     listed in the summary; the others run on, unless `max_failures` jobs have failed: then
-    the run stops there (`summary.stopped`; unfinished jobs stay unstored). Progress
-    (bench.run.progress): a bar in a terminal, a line per finished job elsewhere, with an
-    ETA seeded from the committed boards; the jobs' own inner bars are off, so nothing
-    piles up under it."""
+    the run stops there (`summary.stopped`; unfinished jobs stay unstored). `limit_of`
+    gives each job's time limit in seconds (bench.run.timeouts), handed to the executor.
+    A run that ends with a job of its selection neither stored nor failed (an executor
+    that stopped early) raises IncompleteRunError rather than pass for a finished one.
+    Progress (bench.run.progress): a bar in a terminal, a line per finished job elsewhere,
+    with an ETA seeded from the committed boards; the jobs' own inner bars are off, so
+    nothing piles up under it."""
     pending = spread_settings(pending_jobs(jobs, store))
     summary = RunSummary(total=len(jobs), skipped=len(jobs) - len(pending), executed=0)
     if not pending:
@@ -270,7 +281,8 @@ def run_jobs(
             display.stored_elsewhere(n)
 
         feed = claimed_jobs(pending, store, runner, timeout_s, stored_elsewhere, display.waiting)
-        results = runner_of.run(feed, cache_root, False, on_start=display.started)
+        limits = {} if limit_of is None else {"limit_of": limit_of}
+        results = runner_of.run(feed, cache_root, False, on_start=display.started, **limits)
         try:
             for job, result in results:
                 failure = result if isinstance(result, JobFailure) else None
@@ -294,7 +306,23 @@ def run_jobs(
             # still runs).
             _close(results)
             store.release_all(runner, "stopped")
+    if not summary.stopped:
+        _check_complete(pending, store, summary)
     return summary
+
+
+def _check_complete(pending: list[Job], store: ResultStore, summary: RunSummary) -> None:
+    """Every pending job is stored (here or by another runner) or failed here; else an
+    IncompleteRunError naming how many are neither, so such a run never exits 0."""
+    failed = {f.job.hash for f in summary.failed}
+    stored = store.stored_hashes([j.hash for j in pending if j.hash not in failed])
+    missing = [j for j in pending if j.hash not in stored and j.hash not in failed]
+    if missing:
+        raise IncompleteRunError(
+            f"{len(missing)} of {summary.total} selected jobs were neither stored nor failed "
+            f"(the executor ended before running them, e.g. {describe(missing[0])}); the same "
+            "command runs them"
+        )
 
 
 # What storing a job's outcome raises when the outcome itself is bad (a plug-in's metric

@@ -16,14 +16,16 @@ component imported (for the code versions) and the data loaded (for its fingerpr
   every path a task option names.
 
 The next run with the same key and every planned job stored (and stored at the same times,
-so the page on disk shows this store's results) prints what the full run would print and
-exits: nothing imported, nothing loaded. Plans live with bench's other kept answers
-(bench.core.places.answers_dir: $BENCH_CACHE, else the platform's user cache directory),
-one file per key and store contents (`{key}-{times digest}.json`, the newest few per key),
-so runs on several stores of one suite keep a plan each, and a copied store still hits.
-Any other case, any doubt (a plug-in component, a GPU job, a data tree too large to list,
-an unreadable store), is the full run. A plan is only ever a shortcut to "nothing to do";
-a job still to run always goes the full way.
+so the page on disk shows this store's results), and its leaderboard.json byte for byte the
+one the run wrote (a truncated or edited board goes the full way, which rewrites it), prints
+what the full run would print and exits: nothing imported, nothing loaded. Plans live with
+bench's other kept answers (bench.core.places.answers_dir: $BENCH_CACHE, else the
+platform's user cache directory), one file per key and store contents
+(`{key}-{times digest}.json`, the newest few per key), so runs on several stores of one
+suite keep a plan each, and a copied store still hits. Any other case, any doubt (a plug-in
+component, a GPU job, a data tree too large to list, an unreadable store), is the full run.
+A plan is only ever a shortcut to "nothing to do"; a job still to run always goes the full
+way.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from bench.data.locations import data_dir
 from bench.store.rows import jobs_column
 from bench.suite.read import SuiteSource, read_suite, selects
 
-FORMAT = 1  # bump when what a plan holds, or how its key is made, changes
+FORMAT = 2  # bump when what a plan holds, or how its key is made, changes
 MAX_DATA_FILES = 20_000  # a data tree larger than this is not listed: no plan
 PLANS_PER_KEY = 8  # plans kept per key (one per store contents), the newest
 ENV_PREFIXES = ("BENCH_",)
@@ -64,6 +66,18 @@ class Plan:
     stored: str  # times_digest of the jobs' store times when the page was made
     stamps: list[str]  # meta tags the page carried (its inputs and its report code)
     summary: list[str]  # the lines the run printed after its count
+    board: str = ""  # board_digest of the leaderboard.json the run wrote
+
+
+def board_digest(board_dir: Path) -> str | None:
+    """sha256 of `board_dir`/leaderboard.json, or None when it is not a regular file of a
+    board's size (bench.report.board.load.read_board_bytes) or cannot be read."""
+    from bench.report.board.load import read_board_bytes
+
+    try:
+        return hashlib.sha256(read_board_bytes(board_dir / "leaderboard.json")).hexdigest()
+    except BenchError:
+        return None
 
 
 def times_digest(times: dict[str, str]) -> str:
@@ -301,8 +315,8 @@ def warm_rerun(
         text = page.read_text()
     except (OSError, UnicodeDecodeError):
         return None
-    if not (board / "leaderboard.json").is_file() or not all(s in text for s in plan.stamps):
-        return None
+    if board_digest(board) != plan.board or not all(s in text for s in plan.stamps):
+        return None  # the full run checks the board, and rewrites one that is not current
     return [
         f"{plan.suite}: 0 jobs run, {n} already stored, {n} selected",
         *plan.summary,

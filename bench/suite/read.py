@@ -3,7 +3,10 @@ x seeds, stored as TOML under bench/suite/files/ (or given by path). Unknown key
 An optional top-level `device` (cpu, cuda, cuda:N, mps, auto; bench.core.device) says where its
 jobs run; `bench run --device` overrides it. An optional `kind` says what the suite is for:
 "track" (a benchmark track), "paper" (a paper's reproduction; the default) or "study" (a
-research suite, kept under a checkout's studies/ directory); `bench list` groups by it.
+research suite, kept under a checkout's studies/ directory); `bench list` groups by it. An
+optional `job_timeout` (seconds, a positive number) is how long any of its jobs may run
+before it is stopped as a failure (bench.run.timeouts); `bench run --job-timeout`
+overrides it.
 
 Example:
 
@@ -42,7 +45,7 @@ from bench.core.errors import (
     UnknownNameError,
     did_you_mean,
 )
-from bench.core.preflight import MAX_SEEDS, check_suite_name
+from bench.core.preflight import MAX_SEEDS, check_suite_name, checked_timeout
 from bench.plugin.params import normalise_options
 from bench.plugin.registry import ATTACKS, MECHANISMS, TASKS
 
@@ -54,6 +57,7 @@ _TOP_KEYS = {
     "attack_samples",
     "device",
     "kind",
+    "job_timeout",
     "task",
     "mechanism",
     "attack",
@@ -114,6 +118,9 @@ class Suite:
     device: str | None = None
     # What kind of board it makes (KINDS): a standard track, a paper reproduction or a study.
     kind: str = DEFAULT_KIND
+    # Seconds any job may run (bench.run.timeouts) unless `bench run --job-timeout` says
+    # otherwise; None: the default from the job's kind.
+    job_timeout: float | None = None
 
 
 def suite_dir() -> Path:
@@ -280,6 +287,16 @@ def _kind(raw: dict[str, Any], source: str) -> str:
     return kind
 
 
+def _job_timeout(raw: dict[str, Any], source: str) -> float | None:
+    """The suite's `job_timeout` key in seconds (bench.run.timeouts), None when absent."""
+    if "job_timeout" not in raw:
+        return None
+    try:
+        return checked_timeout(raw["job_timeout"], "'job_timeout'")
+    except ConfigError as exc:
+        raise _fail(source, str(exc)) from exc
+
+
 def _entries(raw: dict[str, Any], kind: str, allowed: set[str], source: str) -> tuple[Entry, ...]:
     tables = raw.get(kind, [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -344,6 +361,7 @@ def parse_suite(raw: dict[str, Any], source: str = "<suite>") -> Suite:
         source=source,
         device=_device(raw, source),
         kind=_kind(raw, source),
+        job_timeout=_job_timeout(raw, source),
     )
     _check_components(suite)
     return suite

@@ -202,6 +202,36 @@ def test_store_in_a_read_only_directory_is_refused_and_not_created(
     )
 
 
+def test_a_store_on_a_read_only_filesystem_is_told_so(here, monkeypatch, capsys) -> None:
+    """The permission bits allow writing, but opening the file for writing fails with EROFS
+    (as on a read-only mount): the fix named is another filesystem, not chmod."""
+    import errno
+
+    store = here / "r.sqlite"
+    _bench_store(store)
+    real = os.open
+
+    def read_only_fs(path, flags, *args):
+        if Path(path) == Path("r.sqlite") and flags & (os.O_WRONLY | os.O_RDWR):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real(path, flags, *args)
+
+    monkeypatch.setattr("bench.core.preflight.os.open", read_only_fs)
+    line = _refused(
+        monkeypatch, capsys, here, *RUN, "--suite", "smoke", fragment="read-only filesystem"
+    )
+    assert "chmod" not in line
+
+
+@pytest.mark.parametrize("where", ["/proc/bench-board", "/sys/bench-board"])
+def test_a_directory_no_file_can_be_created_in_is_refused_even_as_root(
+    here, monkeypatch, capsys, where
+) -> None:
+    """Permission bits say nothing for root, nor for a virtual filesystem: a probe file is
+    really created (and removed) before a path counts as writable."""
+    _refused(monkeypatch, capsys, here, *RUN, "--suite", "smoke", "--out", where, fragment=where)
+
+
 # ------------------------------------------------------------ output and cache paths
 
 

@@ -57,6 +57,18 @@ def test_the_stated_level_is_80_percent_and_the_cli_default_matches() -> None:
     assert default == POWER_LEVEL
 
 
+POWER_CASE_IDS = [
+    "power-85",
+    "power-80",
+    "power-79",
+    "power-0",
+    "no-pair",
+    "refuted",
+    "not-audited",
+    "no-claim",
+]
+
+
 @pytest.mark.parametrize(
     ("changes", "verdict"),
     [
@@ -66,9 +78,11 @@ def test_the_stated_level_is_80_percent_and_the_cli_default_matches() -> None:
         ({"power": 0.0, "n_draws": 1000}, "INCONCLUSIVE"),
         ({"n_draws": 0, "power": None}, "INCONCLUSIVE"),  # no testable pair
         ({"passed": False, "eps_lb": 1.4, "power": 0.0}, "FAIL"),  # refuted: conclusive
-        ({"audited": False, "reason": "no eps claim", "power": None}, "PASS"),
+        # A claim no audit tested is no pass; a mechanism that claims nothing needs none.
+        ({"audited": False, "reason": "no eps claim", "power": None}, "INCONCLUSIVE"),
+        ({"audited": False, "notion": "none", "reason": "no claim", "power": None}, "PASS"),
     ],
-    ids=["power-85", "power-80", "power-79", "power-0", "no-pair", "refuted", "not-audited"],
+    ids=POWER_CASE_IDS,
 )
 def test_verdict_follows_the_audit_power(changes: dict, verdict: str) -> None:
     audit = replace(AUDIT, **changes)

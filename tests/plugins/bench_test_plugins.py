@@ -1,13 +1,24 @@
-"""An out-of-tree plug-in distribution used by the tests: faulty mechanisms, registered
-through the `bench.mechanisms` entry point group (see the dist-info beside this file)."""
+"""An out-of-tree plug-in distribution used by the tests: faulty mechanisms and a liar about
+its privacy claim, registered through the `bench.mechanisms` entry point group (see the
+dist-info beside this file)."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 import torch
+import torch.nn.functional as F
 
-from bench.plugin import Guarantee, InputSpaceMechanism, NoiseModel, Release, Task
+from bench.plugin import (
+    FitContext,
+    Guarantee,
+    InputSpaceMechanism,
+    Mechanism,
+    NoiseModel,
+    Release,
+    Splits,
+    Task,
+)
 from bench.plugin.accounting import check_privacy_params, gaussian_sigma
 
 
@@ -52,3 +63,35 @@ class HalfNoiseGauss(InputSpaceMechanism):
     def guarantee(self) -> Guarantee:
         claim = {k: float(self.params[k]) for k in ("eps", "delta")}
         return Guarantee("ip", {**claim, "radius": float(self.params["r"])}, "l2/input")
+
+
+class NoisyCentroids(Mechanism):
+    """Labels from the nearest class centroid of the training inputs, the centroids
+    perturbed by Gaussian noise of std `std` (1e-3), while claiming (1, 1e-5)-DP over
+    training sets: one training record moves a centroid far more than that noise hides, so
+    the training-set audit (bench.certify.audit.training_sets) must refute it."""
+
+    name = "test-dp-liar"
+    modalities = frozenset({"tabular"})
+    releases_labels = True
+    defaults: ClassVar[dict[str, Any]] = {"eps": 1.0, "delta": 1e-5, "std": 1e-3}
+
+    def fit(self, task: Task, splits: Splits, ctx: FitContext) -> None:
+        x, y = splits.train.x.float().flatten(1), splits.train.y.long()
+        self.classes = task.num_classes
+        means = torch.stack(
+            [x[y == c].mean(0) if bool((y == c).any()) else x.mean(0) for c in range(self.classes)]
+        )
+        noise = torch.randn(means.shape, generator=ctx.generator("centroids"))
+        self.centroids = means + float(self.params["std"]) * noise
+
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        labels = torch.cdist(x.float().flatten(1), self.centroids).argmin(1)
+        return Release.all_released(F.one_hot(labels, self.classes).float())
+
+    def predict(self, release: Release) -> torch.Tensor:
+        return release.values
+
+    def guarantee(self) -> Guarantee:
+        claim = {k: float(self.params[k]) for k in ("eps", "delta")}
+        return Guarantee("dp", claim, "training-set/add-remove")

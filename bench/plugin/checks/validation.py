@@ -1,7 +1,10 @@
 """`bench validate`: run every contract check of bench.plugin.checks, the privacy audit last, on
 one mechanism and report each outcome: PASS, FAIL, XFAIL (a declared expected failure,
-shown with its reason) or XPASS (declared, but it passed); and the verdict: FAIL, else
-INCONCLUSIVE when the audit lacked the power to refute a violation, else PASS."""
+shown with its reason), XPASS (declared, but it passed) or SKIP (the audit tested nothing);
+and the verdict: FAIL, else INCONCLUSIVE when no audit tested the claim or the audit lacked
+the power to refute a violation, else PASS. A claim over training sets, which the input
+audit cannot test, is audited by refitting (bench.certify.audit.training_sets), which
+refutes or is inconclusive."""
 
 from __future__ import annotations
 
@@ -17,9 +20,11 @@ from bench.plugin.checks import (
     under_test,
 )
 from bench.plugin.checks.waivers import expected_failures_of
+from bench.plugin.notions import notion_spec
 from bench.report.board.audit_power import POWER_LEVEL as REPORT_POWER_LEVEL
 
-Status = Literal["PASS", "FAIL", "XFAIL", "XPASS"]
+Status = Literal["PASS", "FAIL", "XFAIL", "XPASS", "SKIP"]
+AUDIT_CHECK = "check_privacy_audit"
 
 # The power an audit needs for its pass to count: the chance, at the draws it used, of
 # refuting a mechanism of the declared noise family at 1.25x the claimed eps (its `power`,
@@ -76,18 +81,25 @@ class ValidationReport:
         lines.append(
             f"validate: {verdict} — {self.count('PASS')} passed, {self.count('FAIL')} failed, "
             f"{self.count('XFAIL')} expected failures, {self.count('XPASS')} unexpected passes"
+            + (f", {self.count('SKIP')} skipped" if self.count("SKIP") else "")
             + (f"; the audit is inconclusive: {why}" if why else "")
         )
         return "\n".join(lines)
 
 
 def audit_inconclusive(audit: Any, min_power: float = POWER_LEVEL) -> str | None:
-    """Why an audit that passed cannot count as evidence for its claim, or None: it
-    audited an eps claim on no testable pair (0 draws), or with `power` below
-    `min_power`. A failed audit is conclusive (it refuted the claim), and one that tested
-    nothing says so in its own verdict."""
-    if audit is None or not audit.audited or not audit.passed:
+    """Why an audit that passed cannot count as evidence for its claim, or None: no audit
+    tested the claim (a mechanism that claims nothing needs none), the audit says so itself
+    (a training-set audit that did not refute), it audited an eps claim on no testable pair
+    (0 draws), or with `power` below `min_power`. A failed audit is conclusive (it refuted
+    the claim)."""
+    if audit is None or not audit.passed:
         return None
+    own = getattr(audit, "inconclusive", None)
+    if isinstance(own, str):
+        return own
+    if not audit.audited:
+        return None if audit.notion == "none" else f"no audit tested the claim: {audit.reason}"
     if audit.n_draws == 0:
         return "no testable pair (0 draws): the bound says nothing"
     if audit.power is not None and audit.power < min_power:
@@ -132,7 +144,44 @@ def run_checks(mut: MechanismUnderTest, min_power: float = POWER_LEVEL) -> Valid
             status = "FAIL" if failed else "PASS"
         report.outcomes.append(CheckOutcome(name, status, _one_line(detail), seconds))
     report.audit = mut.audit_result
+    _audit_training_sets(mut, report)
+    _mark_skipped_audit(report)
     return report
+
+
+def _audit_training_sets(mut: MechanismUnderTest, report: ValidationReport) -> None:
+    """A claim over training sets, which the input audit leaves untested, audited by
+    refitting (bench.certify.audit.training_sets): its result becomes the report's audit
+    and the audit check's outcome (FAIL when it refutes the claim)."""
+    from bench.certify.audit.training_sets import applies, audit_training_sets
+
+    audit = report.audit
+    if audit is None or audit.audited or not applies(audit.notion) or mut.fit_seconds is None:
+        return  # no claim over training sets, or the mechanism did not even fit once
+    start = time.perf_counter()
+    options = {k: v for k, v in mut.audit_options.items() if k == "progress"}
+    result = audit_training_sets(mut.new, mut.task, mut.seed, **options)
+    report.audit = result
+    status: Status = "PASS" if result.passed else "FAIL"
+    detail = result.verdict()
+    if not result.passed:
+        detail = f"claim refuted at {result.confidence:.0%} confidence: {detail}"
+    outcome = CheckOutcome(AUDIT_CHECK, status, _one_line(detail), time.perf_counter() - start)
+    report.outcomes = [outcome if o.check == AUDIT_CHECK else o for o in report.outcomes]
+
+
+def _mark_skipped_audit(report: ValidationReport) -> None:
+    """The audit check of a claim no audit tested is SKIP, not PASS (the verdict then says
+    INCONCLUSIVE, with the reason)."""
+    audit = report.audit
+    if audit is None or audit.audited or not notion_spec(audit.notion).claims_privacy:
+        return
+    report.outcomes = [
+        CheckOutcome(o.check, "SKIP", o.detail, o.seconds)
+        if o.check == AUDIT_CHECK and o.status == "PASS"
+        else o
+        for o in report.outcomes
+    ]
 
 
 def prepare(

@@ -32,7 +32,10 @@ def check_schema(doc: Any, source: Path | str) -> None:
     the file, where in it the first violation is, and what it is."""
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
+    try:
+        error = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
+    except RecursionError:
+        raise BenchError(f"leaderboard {source} nests too deeply to be a leaderboard") from None
     if error is None:
         return
     where = "/".join(str(p) for p in error.absolute_path) or "(top level)"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.core.errors import UnknownNameError
+from bench.core.errors import BenchError, UnknownNameError
 from bench.core.fsutil import atomic_write, atomic_write_text
 from bench.plugin.families import load_families, write_board_plots
 from bench.plugin.registry import TASKS
@@ -132,7 +132,7 @@ def refresh_reproductions(out_dir: Path) -> list[Path]:
     leaderboard from its leaderboard.json alone, for when a reference table, the verdict
     rules or a paper plot change: no store, no rerun, the rows untouched."""
     out_dir = Path(out_dir)
-    doc = json.loads((out_dir / "leaderboard.json").read_text())
+    doc = checked_board(out_dir / "leaderboard.json")
     reproductions = suite_reproductions(doc["suite"], doc["rows"])
     utility_metrics = declared_utility_metrics({r["task"] for r in doc["rows"]})
     return (
@@ -160,14 +160,13 @@ def refresh_board(out_dir: Path) -> list[Path]:
     and code version stay as they are; what only the store has is kept as it is:
     reconstruction grids, and the Markdown of a board that shows reconstructed sentences
     (text tasks). The board's kind is its JSON's, else the one its shipped suite file now
-    declares (none: the JSON stays without one)."""
+    declares (none: the JSON stays without one). A leaderboard.json that is not a board of
+    the schema with rows is refused in one line (`checked_board`) before anything is
+    written."""
     out_dir = Path(out_dir)
-    json_path = out_dir / "leaderboard.json"
-    if not json_path.is_file():
-        raise UnknownNameError(f"no leaderboard at {json_path}")
+    doc = checked_board(out_dir / "leaderboard.json")
     md_path = out_dir / "leaderboard.md"
-    kept_md = md_path.read_text() if md_path.is_file() else ""
-    doc = json.loads(json_path.read_text())
+    kept_md = md_path.read_text(errors="replace") if md_path.is_file() else ""
     rows = [{k: v for k, v in r.items() if k not in DERIVED_ROW_KEYS} for r in doc["rows"]]
     flag_unreliable(rows)
     # The keys where the board had them (a refresh that changes no flag changes no byte).
@@ -186,6 +185,22 @@ def refresh_board(out_dir: Path) -> list[Path]:
         atomic_write_text(md_path, kept_md)
         written.remove(md_path)
     return written
+
+
+def checked_board(json_path: Path) -> dict[str, Any]:
+    """The board at `json_path` to refresh: an existing regular file of bounded size, valid
+    JSON of the leaderboard schema (bench.report.board.load, schema_check) with at least one
+    row; else a one-line BenchError naming the file."""
+    from bench.report.board.load import load_leaderboard
+    from bench.report.board.schema_check import check_schema
+
+    if not json_path.exists() and not json_path.is_symlink():
+        raise UnknownNameError(f"no leaderboard at {json_path}")
+    doc = load_leaderboard(json_path)
+    check_schema(doc, json_path)
+    if not doc["rows"]:
+        raise BenchError(f"leaderboard {json_path} has no rows: nothing to refresh")
+    return doc
 
 
 def _keys_in_order(row: dict[str, Any], like: dict[str, Any]) -> dict[str, Any]:

@@ -3,16 +3,24 @@
 A board is stamped with its suite's version and the code version of its jobs
 (bench.api.code_version_of). It is stale when the suite file's version or any of its jobs'
 code changed since it was written: its numbers may then differ from a re-run's, and a
-reader should know before quoting them. Paper-scale suites that were never run here have
+reader should know before quoting them. A plug-in's own code and its distribution's
+version are part of its jobs' code version (bench.core.codeversion), so a board whose
+plug-in moved is stale too, and `plugin_code_moved` names the plug-in components whose rows
+were made by other code than theirs now. Paper-scale suites that were never run here have
 no board, which is said, not counted as stale.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from bench.report.board.load import load_leaderboard
+
+if TYPE_CHECKING:
+    from bench.run.job import Job
 
 CURRENT, STALE, UNCHECKED, NO_BOARD = "current", "stale", "unchecked", "no board"
 STATES = (CURRENT, STALE, UNCHECKED, NO_BOARD)
@@ -43,8 +51,16 @@ def unchecked(suite: str, board_dir: Path, why: str) -> BoardStatus:
     return BoardStatus(suite, UNCHECKED, (why,), str(board["generated_at"]))
 
 
-def board_status(suite: str, suite_version: str, code_version: str, board_dir: Path) -> BoardStatus:
-    """Compare the board in `board_dir` with the suite's version and code version now."""
+def board_status(
+    suite: str,
+    suite_version: str,
+    code_version: str,
+    board_dir: Path,
+    moved: Callable[[dict[str, Any]], list[str]] | None = None,
+) -> BoardStatus:
+    """Compare the board in `board_dir` with the suite's version and code version now;
+    `moved` names, from the board, the plug-in components whose code moved since
+    (`plugin_code_moved`), said as a reason of its own."""
     if not has_board(board_dir):
         return no_board(suite)
     board = load_leaderboard(board_dir / "leaderboard.json")
@@ -53,9 +69,30 @@ def board_status(suite: str, suite_version: str, code_version: str, board_dir: P
         reasons.append(f"suite version {board['suite_version']} -> {suite_version}")
     if board["code_version"] != code_version:
         reasons.append(f"code {board['code_version']} -> {code_version}")
+        plugins = moved(board) if moved is not None else []
+        if plugins:
+            reasons.append(f"plug-in code moved: {', '.join(plugins)}")
     return BoardStatus(
         suite, STALE if reasons else CURRENT, tuple(reasons), str(board["generated_at"])
     )
+
+
+def plugin_code_moved(board: dict[str, Any], jobs: list[Job], plugins: set[str]) -> list[str]:
+    """The components named in `plugins` (the suite's components that are plug-ins') of the
+    board's rows whose recorded code version differs from that of their jobs now
+    (bench.report.board.provenance), sorted."""
+    from bench.report.board.provenance import jobs_of_rows, provenance_of
+
+    moved: set[str] = set()
+    rows = board.get("rows", [])
+    for row, found in zip(rows, jobs_of_rows(rows, jobs), strict=True):
+        recorded = (row.get("provenance") or {}).get("code_version")
+        if not found or recorded is None:
+            continue
+        if provenance_of(found, "")["code_version"] != recorded:
+            parts = (row.get("task"), row.get("mechanism"), row.get("attack"))
+            moved |= {name for name in parts if name in plugins}
+    return sorted(moved)
 
 
 def status_lines(statuses: list[BoardStatus]) -> list[str]:

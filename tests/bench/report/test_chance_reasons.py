@@ -48,7 +48,7 @@ def test_the_reason_is_in_the_json_the_markdown_and_the_page(tmp_path: Path) -> 
         _utility("german", "label-only", "none", 0.673, 0.745),
         _utility("german", "lucid", "idp", 0.53, 0.745),
     ]
-    write_leaderboard("chance-test", "1", rows, tmp_path, code_version="x")
+    write_leaderboard("chance-test", "1", rows, tmp_path, code_version="0.1.0+a")
     doc = json.loads((tmp_path / "leaderboard.json").read_text(encoding="utf-8"))
     reasons = [r.get("at_chance_reason", "") for r in doc["rows"]]
     assert all(reasons)
@@ -90,7 +90,7 @@ def test_refresh_rewrites_a_committed_board_with_the_current_flags(tmp_path: Pat
     stale["constant_predictor"] = True  # what the argmax-share rule wrote on an AUC task
     stale.update(unreliable=True, unreliable_reason="a rule that no longer holds")
     doc = {"suite": "s", "suite_version": "1", "generated_at": "2026-01-01T00:00:00+00:00",
-           "code_version": "c", "rows": [stale]}  # fmt: skip
+           "code_version": "0.1.0+c", "rows": [stale]}  # fmt: skip
     board.mkdir()
     (board / "leaderboard.json").write_text(json.dumps(doc))
     refresh_board(board)
@@ -98,7 +98,7 @@ def test_refresh_rewrites_a_committed_board_with_the_current_flags(tmp_path: Pat
     assert "constant_predictor" not in fresh["rows"][0]
     assert fresh["rows"][0]["unreliable"] is False and "unreliable_reason" not in fresh["rows"][0]
     assert fresh["rows"][0]["metrics"] == stale["metrics"]
-    assert (fresh["generated_at"], fresh["code_version"]) == (doc["generated_at"], "c")
+    assert (fresh["generated_at"], fresh["code_version"]) == (doc["generated_at"], "0.1.0+c")
     assert (board / "index.html").is_file() and (board / "leaderboard.md").is_file()
     # Reconstructed sentences come from the store: such a board keeps its Markdown.
     (board / "leaderboard.md").write_text("Reconstructed sentences (seed 0):\n- 1: `a b`\n")

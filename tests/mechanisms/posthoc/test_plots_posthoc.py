@@ -47,7 +47,7 @@ def test_a_single_alpha_gets_no_plot(tmp_path: Path) -> None:
 
 
 def test_the_leaderboard_page_shows_the_fig3_plot(tmp_path: Path) -> None:
-    written = write_leaderboard("posthoc-test", "1", _sweep(), tmp_path, code_version="x")
+    written = write_leaderboard("posthoc-test", "1", _sweep(), tmp_path, code_version="0.1.0+a")
     plot = tmp_path / "plots" / "faces_lipschitz_vs_alpha.png"
     assert plot in written and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     family = {p.suffix: p for p in board_plots(["posthoc-ptr"])}
@@ -90,7 +90,7 @@ def test_refreshing_a_committed_board_draws_the_paper_plots_from_its_json(
     tmp_path: Path,
 ) -> None:
     """`bench reproduce --write` redraws the sweep plots from leaderboard.json alone."""
-    write_leaderboard("posthoc-test", "1", _table2() + _sweep(), tmp_path, code_version="x")
+    write_leaderboard("posthoc-test", "1", _table2() + _sweep(), tmp_path, code_version="0.1.0+a")
     for name in ("mnist_ssim_vs_radius.png", "faces_lipschitz_vs_alpha.png"):
         (tmp_path / "plots" / name).unlink()
     written = refresh_reproductions(tmp_path)
