@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 
 import typer
 
@@ -37,12 +38,21 @@ class Answer:
             raise typer.Exit(self.code)
 
 
-def _stamp(path: Path, by_content: bool) -> list[object]:
+def _stamp(path: Path, by_content: bool) -> list[object] | None:
+    """What a call's answer depends on in `path`: its content's hash (or its size and
+    modification time), "absent" when it does not exist, and None when it is not a regular
+    file (a FIFO would block the read forever, a device never ends): such a call is not kept,
+    and the command itself refuses the file in one line."""
     try:
-        if by_content:
-            return [str(path.resolve()), hashlib.sha256(path.read_bytes()).hexdigest()]
         stat = path.stat()
+    except OSError:
+        return [str(path), "absent"]
+    if not S_ISREG(stat.st_mode):
+        return None
+    if not by_content:
         return [str(path.resolve()), stat.st_size, stat.st_mtime_ns]
+    try:
+        return [str(path.resolve()), hashlib.sha256(path.read_bytes()).hexdigest()]
     except OSError:
         return [str(path), "absent"]
 
@@ -50,7 +60,8 @@ def _stamp(path: Path, by_content: bool) -> list[object]:
 def answer_key(
     command: str, args: Iterable[object], files: Iterable[Path], by_content: bool = False
 ) -> str | None:
-    """The key of a call's answer, or None when its inputs cannot all be listed."""
+    """The key of a call's answer, or None when its inputs cannot all be listed (or one of
+    its files is not a regular file)."""
     from bench.report.tools.status_cache import short_key
     from bench.run.warm import inputs_key
 
@@ -58,6 +69,8 @@ def answer_key(
     if inputs is None:
         return None
     stamps = [_stamp(Path(f), by_content) for f in sorted(files)]
+    if any(stamp is None for stamp in stamps):
+        return None
     return short_key(FORMAT, command, inputs, *map(str, args), *map(repr, stamps))
 
 

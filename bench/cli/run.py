@@ -52,10 +52,9 @@ def run(
     max_failures: MaxFailuresOpt = None,
     job_timeout: JobTimeoutOpt = None,
 ) -> None:
-    """Run a suite's pending jobs, then write its leaderboard when every job is stored. A job
-    that raises, whose worker process dies, or that runs past --job-timeout fails alone: the
-    others run on (up to --max-failures failed jobs), the run ends listing the failed jobs
-    (exit 1), and the same command then runs only those."""
+    """Run a suite's pending jobs, then write its leaderboard once every job is stored. A job
+    that raises, dies or runs past --job-timeout fails alone (up to --max-failures of them):
+    the run ends listing them (exit 1), and the same command then runs only those."""
     from bench import api
 
     filters = {"task": task, "mechanism": mechanism, "attack": attack}

@@ -93,7 +93,7 @@ def test_a_skipped_audit_is_skip_and_the_verdict_inconclusive(tmp_path) -> None:
         name = "test-untestable"
 
         def guarantee(self) -> Guarantee:
-            return Guarantee("dfil", {"bound": 1.0})
+            return Guarantee("dfil", {"inv_dfil": 1.0})
 
     report = run_checks(under_test(Untestable, cache_root=tmp_path))
     audit = {o.check: o for o in report.outcomes}["check_privacy_audit"]
