@@ -100,24 +100,11 @@ def notion_spec(name: str | None) -> NotionSpec:
     """The spec of notion `name` (None: the unprotected reference); an unknown name is a
     one-line error with the closest registered names. A family's notion is registered when
     its package is imported (the report loads the families of a board's mechanisms first,
-    bench.plugin.families.load_families); a name not yet registered loads every registered
-    mechanism's family once before it is refused, so a claim in a family's notion is known
-    wherever it is read."""
+    bench.plugin.families.load_families)."""
     key = UNPROTECTED if name is None else name
-    if key not in _NOTIONS:
-        _load_every_family()
     if key not in _NOTIONS:
         raise UnknownNameError(f"unknown privacy notion {key!r}{did_you_mean(key, _NOTIONS)}")
     return _NOTIONS[key]
-
-
-def _load_every_family() -> None:
-    """Import every registered mechanism (in-tree and plug-in), so each family's hooks module
-    has registered its notion; imported here, not at the top, because the registry imports the
-    mechanisms (and torch) and most lookups name a notion that is already known."""
-    from bench.plugin.registry import MECHANISMS
-
-    MECHANISMS.names()
 
 
 def known_notion(name: str | None) -> bool:

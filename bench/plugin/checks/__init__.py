@@ -639,6 +639,9 @@ def under_test(spec: MechanismSpec, **options: Any) -> MechanismUnderTest:
     cls = MECHANISMS.get(target) if isinstance(target, str) else target
     if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
         raise BenchError(f"{target!r} is not a bench Mechanism subclass")
+    # Every registered family imported, so each has registered its notion (its hooks module):
+    # a mechanism under test may claim a family's notion without importing that family.
+    MECHANISMS.names()
     return MechanismUnderTest(cls, dict(params), **options)
 
 
