@@ -63,7 +63,9 @@ _TOP_KEYS = {
     "attack",
 }
 _MECH_KEYS = {"name", "params", "grid", "tasks"}
-KINDS = ("track", "paper", "study")  # a suite's `kind`; "paper" when the file has none
+# A suite's `kind`; "paper" when the file has none. A "slice" is a few settings of the tracks,
+# their own jobs (the main job, `make run`); it ranks nothing the tracks do not.
+KINDS = ("track", "slice", "paper", "study")
 DEFAULT_KIND = "paper"
 # Jobs one suite may expand to (counted before they are built, `job_count_bound`).
 MAX_JOBS = 1_000_000
@@ -116,7 +118,8 @@ class Suite:
     # Where the suite's jobs run unless `bench run --device` says otherwise (bench.core.device);
     # None: the CPU.
     device: str | None = None
-    # What kind of board it makes (KINDS): a standard track, a paper reproduction or a study.
+    # What kind of board it makes (KINDS): a standard track, a slice of the tracks, a paper
+    # reproduction or a study.
     kind: str = DEFAULT_KIND
     # Seconds any job may run (bench.run.timeouts) unless `bench run --job-timeout` says
     # otherwise; None: the default from the job's kind.

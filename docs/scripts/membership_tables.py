@@ -26,7 +26,7 @@ BOARDS = (
     ("lucid-tabular", "german", "german, 200 training records"),
     ("lucid-tabular", "credit", "credit, 200 training records"),
     ("lucid-tabular", "spam", "spam, 200 training records"),
-    ("default", "spam", "spam, 60 training records (the default suite, 2 seeds)"),
+    ("default", "spam", "spam, 200 training records (the default suite: track-tabular's, seed 0)"),
 )
 ORDER = ("label-only", "lucid", "naive-idp", "naive-noise", "dp-sgd", "alibi")
 ATTACKS = ("mia-gap", "mia-boundary", "mia-loo")

@@ -1,6 +1,7 @@
 """A mechanism family added from outside the tree (tests/plugins/bench_family_plugin.py,
-installed through its entry point only) brings its own audit and its own board plot, and a
-suite run uses both: the rows carry that audit's bound, the board has that plot."""
+installed through its entry point only) brings its own privacy notion, its own audit and its
+own board plot, with no edit under bench/, and a suite run uses all three: the rows claim
+that notion and carry that audit's bound, the board names the claim and has that plot."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ grid = { eps = [0.5, 2.0] }
 """
 
 
-def test_a_plugin_family_brings_its_own_audit_and_board_plot(tmp_path: Path) -> None:
-    from tests.plugins.bench_family_plugin import COIN_DRAWS, PLOT_SUFFIX
+def test_a_plugin_family_brings_its_own_notion_audit_and_board_plot(tmp_path: Path) -> None:
+    from tests.plugins.bench_family_plugin import COIN_DRAWS, NOTION, PLOT_SUFFIX
 
     suite = tmp_path / "family-plugin.toml"
     suite.write_text(SUITE)
@@ -40,8 +41,12 @@ def test_a_plugin_family_brings_its_own_audit_and_board_plot(tmp_path: Path) -> 
     run_cli(*args, "--no-progress", cwd=tmp_path, extra_path=(PLUGINS,), check=True)
 
     rows = json.loads((board / "leaderboard.json").read_text())["rows"]
-    coin = {r["params"]["eps"]: r["metrics"] for r in rows if r["mechanism"] == "test-coin"}
+    coin_rows = [r for r in rows if r["mechanism"] == "test-coin"]
+    coin = {r["params"]["eps"]: r["metrics"] for r in coin_rows}
     assert sorted(coin) == [0.5, 2.0]
+    for row in coin_rows:  # the family's own notion, at its own level parameter
+        assert row["guarantee"]["notion"] == NOTION.name
+        assert row["guarantee"][NOTION.level.param] == row["params"]["eps"]
     for eps, metrics in coin.items():
         # The family's audit ran (its draw count), not the input-pair one: it bounds one
         # coordinate's eps, just under the truth; the input-pair audit of the whole-input
@@ -53,3 +58,4 @@ def test_a_plugin_family_brings_its_own_audit_and_board_plot(tmp_path: Path) -> 
     page = (board / "index.html").read_text()
     assert f"plots/gaussian_{PLOT_SUFFIX}.png" in page
     assert "audit bound against eps per coordinate" in page
+    assert f"{NOTION.words} ({NOTION.level.symbol}=0.5)" in page  # the claim, in its words

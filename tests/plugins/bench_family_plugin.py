@@ -1,10 +1,12 @@
 """An out-of-tree mechanism family used by the tests, added through the public API alone
 (bench.plugin, bench.plugin.hooks) and its entry point (the dist-info beside this file):
-a mechanism, the audit of its own claim and a plot of its own on every board with its rows.
+a mechanism, a privacy notion of its own, the audit of its claims and a plot of its own on
+every board with its rows.
 
 `test-coin` is randomised response (Warner, 1965) on each coordinate's side of the middle
-of the data range. Its audit tests one coordinate's keep rate; its plot draws that audit's
-bound against the claimed eps per coordinate."""
+of the data range. It claims eps per coordinate, a notion this family registers ("coin-rr",
+its level `eps_coord`); its audit tests one coordinate's keep rate; its plot draws that
+audit's bound against the claimed eps per coordinate."""
 
 from __future__ import annotations
 
@@ -27,22 +29,33 @@ from bench.plugin.hooks import (
     AuditResult,
     BoardPlot,
     Claim,
+    NotionSpec,
+    PrivacyLevel,
     audit_generator,
     eps_lower_bound,
     register_audit,
     register_board_plot,
+    register_notion,
 )
 
 COIN_DRAWS = 20_000  # releases per side of the audit's pair (a distinctive audit_draws)
 STATISTIC = "coordinate keep rate"
 PLOT_SUFFIX = "coin_audit"
+NOTION = register_notion(
+    NotionSpec(
+        "coin-rr",
+        "coordinate RR",
+        level=PrivacyLevel("eps_coord", "ε per coordinate"),
+        neighbours="inputs",
+    )
+)
 
 
 class CoinFlip(InputSpaceMechanism):
     """Each coordinate's side of the middle of the data range, kept with probability
-    e^eps / (1 + e^eps) and flipped otherwise, released as that end of the range. One
-    coordinate's answer is eps-LDP (randomised response); an input's d coordinates are
-    (d eps)-LDP by basic composition, the claim declared."""
+    e^eps / (1 + e^eps) and flipped otherwise, released as that end of the range. Each
+    coordinate's answer is eps-LDP (randomised response): the family's own claim, eps per
+    coordinate (NOTION)."""
 
     name = "test-coin"
     modalities = frozenset({"vector", "tabular"})
@@ -67,7 +80,7 @@ class CoinFlip(InputSpaceMechanism):
         return None
 
     def guarantee(self) -> Guarantee:
-        return Guarantee("ldp", {"eps": self.dims * float(self.params["eps"])})
+        return Guarantee(NOTION.name, {"eps_coord": float(self.params["eps"])})
 
 
 def audit_coin(
@@ -75,9 +88,9 @@ def audit_coin(
 ) -> AuditResult:
     """Refute eps per coordinate: two inputs at the low end of the range, one with its first
     coordinate at the high end; the test "the first released coordinate is high" on
-    COIN_DRAWS releases of each gives a Clopper-Pearson lower bound on eps. Two inputs that
-    differ in one coordinate are covered by the (d eps)-LDP claim."""
-    eps, delta = claim.eps, claim.delta
+    COIN_DRAWS releases of each gives a Clopper-Pearson lower bound on eps, tested against
+    the claim's level (eps per coordinate)."""
+    eps, delta = claim.level, claim.delta
     alpha = 1.0 - options.confidence
     x0 = torch.full((COIN_DRAWS, *task.input_shape), mechanism.low)
     x1 = x0.clone()

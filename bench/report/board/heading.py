@@ -23,7 +23,12 @@ from bench.report.reproduce.reproduction import (
     task_source_dataset,
 )
 
-KIND_WORDS = {"track": "Track", "paper": "Paper reproduction", "study": "Study"}
+KIND_WORDS = {
+    "track": "Track",
+    "slice": "Track slice",
+    "paper": "Paper reproduction",
+    "study": "Study",
+}
 _TRACK_LEAD = re.compile(r"^The (.+?) track\b")
 
 
@@ -105,6 +110,13 @@ def board_heading(doc: dict[str, Any]) -> Heading:
             "A track: one standard task, one attack battery, one scoring rule and fixed "
             "seeds, so its entries are ranked against each other; every row here rests on "
             f"{seeds} seed{'' if seeds == 1 else 's'}."
+        )
+    elif kind == "slice":
+        title = f"Track slice: {suite}"
+        line = (
+            "A slice of the standard tracks: a few of their settings, each row the same job "
+            "as the track's (task, parameters, battery, scoring and seed), so it checks them "
+            "in minutes; the ranking is the tracks'."
         )
     elif kind == "study":
         title = f"Study: {suite}"

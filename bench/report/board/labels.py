@@ -53,7 +53,8 @@ def describe_guarantee(guarantee: dict[str, Any]) -> str:
     skip = ("notion", "distance", "bound", "tuning")
     names = [k for k in guarantee if k not in skip and guarantee[k] is not None]
     names.sort(key=lambda k: (_PARAM_ORDER.index(k) if k in _PARAM_ORDER else len(_PARAM_ORDER), k))
-    params = [f"{_PARAM_SYMBOLS.get(k, k)}={_fmt_short(guarantee[k])}" for k in names]
+    symbols = {**_PARAM_SYMBOLS, **{lv.param: lv.symbol for lv in privacy_levels()}}
+    params = [f"{symbols.get(k, k)}={_fmt_short(guarantee[k])}" for k in names]
     text = notion_words(notion)
     if params:
         text += f" ({', '.join(params)})"

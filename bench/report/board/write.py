@@ -62,7 +62,7 @@ def write_leaderboard(
 
     `generated_at` defaults to now (UTC, ISO 8601); pass it for byte-identical reruns.
     `utility_metrics` maps task -> its utility metric; otherwise it is inferred. `kind` (the
-    suite's: track, paper or study) goes into leaderboard.json and decides the page's layout;
+    suite's: track, slice, paper or study) goes into leaderboard.json and decides the page's layout;
     None writes no kind (the board reads as a paper board).
     """
     out_dir = Path(out_dir)

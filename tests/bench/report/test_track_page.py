@@ -146,7 +146,7 @@ def test_the_suite_kind_is_validated_and_defaults_to_paper() -> None:
     assert load_suite("track-fmnist").kind == "track"
     assert suite_kind({}) == "paper"
     raw = tomllib.loads((suite_dir() / "track-fmnist.toml").read_text())
-    with pytest.raises(SuiteFileError, match="'kind' must be one of track, paper, study"):
+    with pytest.raises(SuiteFileError, match="'kind' must be one of track, slice, paper, study"):
         parse_suite({**raw, "kind": "benchmark"}, "s.toml")
     assert board_kind({"suite": "x"}) == "paper"
     doc = {"suite": "x", "suite_version": "1", "generated_at": STAMP, "code_version": "c+1"}
