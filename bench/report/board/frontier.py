@@ -7,6 +7,9 @@ attack score with one of the two strictly better: the settings a user should cho
 Settings at chance (utility CI reaching the best constant predictor) are drawn but never on
 the frontier: a useless setting is trivially private. Settings whose claim is declared void
 (guarantee `not_private`, bench.report.board.labels) are left out altogether: they are not private.
+Settings whose claim bench refutes (flagged `unreliable`: an audit above the claim, a beaten
+membership ceiling, a broken certificate) are drawn but never on the frontier either: a
+claim shown false is no choice to recommend.
 Point values decide dominance; the CIs are drawn so a reader sees which gaps are noise.
 """
 
@@ -50,6 +53,7 @@ class FrontierPoint:
     attack_source: str
     pareto: bool = False
     above_chance: bool = True
+    refuted: bool = False  # the setting is flagged unreliable (bench.report.board.rows)
     short: str = ""  # the mechanism with only the parameters that tell its settings apart
 
     @property
@@ -105,6 +109,7 @@ def frontier_points(
                 attack_ci=(a["ci"][0], a["ci"][1]),
                 attack_source=worst.get("sources", {}).get(held or "", ""),
                 above_chance=not at_chance(base, utility),
+                refuted=bool(base.get("unreliable")),
             )
         )
     varies = varying_params([(p.mechanism, p.params) for p in points])
@@ -114,12 +119,12 @@ def frontier_points(
         )
         for p in points
     ]
-    eligible = [p for p in points if p.above_chance]
+    eligible = [p for p in points if p.above_chance and not p.refuted]
     marked = [
         FrontierPoint(
             **{
                 **vars(p),
-                "pareto": p.above_chance and not any(_dominates(q, p) for q in eligible),
+                "pareto": p in eligible and not any(_dominates(q, p) for q in eligible),
             }
         )
         for p in points

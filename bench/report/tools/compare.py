@@ -24,6 +24,14 @@ sub-millisecond jitter never fails a comparison. Timings measured on different m
 (the boards' environment blocks differ) are not comparable at all: `compare` then leaves
 every cost metric out and says so (`cost_skipped`), as `--no-cost` does on request.
 Boards of two different suites are refused.
+
+Privacy leads: a setting the candidate flags unreliable (its audit refutes its claim, a
+membership attack beats the ceiling its DP claim sets, its certificate breaks, or it declares
+its claim void: bench.report.board.rows.flag_unreliable, recomputed here with today's code)
+and the baseline does not is a privacy regression, named in the report's first line, and fails
+the comparison, as does a fall of a bound row's `bound_validity` (a broken bound). A utility
+gain of a setting whose privacy got worse (a privacy regression, or any regression of one of
+its attack rows) is a trade-off, listed apart, never an improvement.
 """
 
 from __future__ import annotations
@@ -48,6 +56,9 @@ COST_FLOORS = {"_s": 1.0, "_ms": 1.0}
 # every field a row records about its machine.
 MACHINE_FIELDS = ENVIRONMENT_KEYS
 LABEL_WIDTH = 60  # row labels are elided past this many characters
+# The share of samples on which a bound row's bound held: its regression is a broken bound,
+# reported with the refuted claims.
+BOUND_VALIDITY = "bound_validity"
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,15 @@ class Missing:
     metric: str | None = None
 
 
+@dataclass(frozen=True)
+class PrivacyRegression:
+    """A setting the candidate flags unreliable and the baseline does not: `reason` is why
+    (the refuted claim)."""
+
+    key: RowKey
+    reason: str
+
+
 @dataclass
 class CompareReport:
     """The outcome of `compare`; `ok` is False on any regression or missing entry."""
@@ -93,17 +113,32 @@ class CompareReport:
     # Why timings were left out ("" when they were compared): --no-cost or another machine.
     cost_skipped: str = ""
     labels: dict[RowKey, str] = field(default_factory=dict)  # short row labels, for format
+    # Settings newly flagged unreliable (a refuted claim): reported first, always a failure.
+    privacy: list[PrivacyRegression] = field(default_factory=list)
+    # Utility gains of settings whose privacy got worse: not improvements.
+    trade_offs: list[MetricChange] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.regressions and not self.missing and not (self.exact and self.differing)
+        return (
+            not self.privacy
+            and not self.regressions
+            and not self.missing
+            and not (self.exact and self.differing)
+        )
 
     def format(self) -> str:
         """A readable plain-text report: a summary line, then one table per category."""
         lines = [self._summary()]
         if self.cost_skipped:
             lines.append(f"timings not compared: {self.cost_skipped}")
+        if self.privacy:
+            lines += ["", "PRIVACY REGRESSIONS (claims refuted in the candidate):"]
+            lines += [f"  {self.label(p.key)}: {p.reason}" for p in self.privacy]
         lines += _change_table("REGRESSIONS", self.regressions, self.label)
+        lines += _change_table(
+            "trade-offs (utility gained where privacy got worse)", self.trade_offs, self.label
+        )
         lines += _change_table("improvements", self.improvements, self.label)
         if self.exact:
             lines += _change_table("DIFFERENT (exact)", self.differing, self.label)
@@ -126,8 +161,13 @@ class CompareReport:
 
     def _summary(self) -> str:
         verdict = "OK" if self.ok else "FAIL"
+        lead = ""
+        if self.privacy:
+            first = self.privacy[0]
+            more = f" (and {len(self.privacy) - 1} more)" if len(self.privacy) > 1 else ""
+            lead = f"refuted claim: {self.label(first.key)}: {first.reason}{more}; "
         return (
-            f"compare: {verdict} — {self.matched} rows matched, "
+            f"compare: {verdict} — {lead}{self.matched} rows matched, "
             f"{len(self.regressions)} regressions, {len(self.improvements)} improvements, "
             f"{len(self.missing)} missing, {len(self.added)} added; "
             f"{len(self.differing)} of {self.compared} non-timing metrics differ"
@@ -431,7 +471,54 @@ def compare(
         report.tolerant_rows += tolerant
         _compare_row(report, key, base_rows[key], cand_rows[key], tolerances, tolerant)
     report.added = sorted((k for k in cand_rows if k not in base_rows), key=_sort_key)
+    broken = [c for c in report.regressions if c.metric == BOUND_VALIDITY]
+    report.regressions = [c for c in report.regressions if c.metric != BOUND_VALIDITY]
+    report.privacy = newly_refuted(baseline, candidate) + [
+        PrivacyRegression(c.key, f"bound broken: {c.metric} {c.baseline:.4g} -> {c.candidate:.4g}")
+        for c in broken
+    ]
+    _separate_trade_offs(report)
     return report
+
+
+def _refuted_settings(doc: dict[str, Any]) -> dict[tuple[str, str, str], tuple[RowKey, str]]:
+    """(task, mechanism, params) -> (the setting's row key, the reason) for every setting of
+    `doc` that today's code flags unreliable; the flags are recomputed on a copy, so a board
+    written by older code is judged by today's rules. The key is the setting's utility row
+    where it has one."""
+    from bench.report.board.rows import flag_unreliable
+
+    rows = json.loads(json.dumps(doc.get("rows", [])))
+    flag_unreliable(rows)
+    found: dict[tuple[str, str, str], tuple[RowKey, str]] = {}
+    for row in sorted(rows, key=lambda r: r.get("attack") is not None):
+        key = row_key(row)
+        if row.get("unreliable") and _setting(key) not in found:
+            found[_setting(key)] = (key, str(row.get("unreliable_reason") or "flagged"))
+    return found
+
+
+def newly_refuted(baseline: dict[str, Any], candidate: dict[str, Any]) -> list[PrivacyRegression]:
+    """The candidate's settings flagged unreliable that the baseline does not flag (a setting
+    new in the candidate counts when flagged), in row order."""
+    before = _refuted_settings(baseline)
+    after = _refuted_settings(candidate)
+    return [
+        PrivacyRegression(key, reason)
+        for setting, (key, reason) in sorted(after.items(), key=lambda kv: _sort_key(kv[1][0]))
+        if setting not in before
+    ]
+
+
+def _separate_trade_offs(report: CompareReport) -> None:
+    """Move the utility-row improvements of settings whose privacy got worse (a privacy
+    regression, or a regression on one of their attack rows) to `trade_offs`."""
+    weaker = {_setting(p.key) for p in report.privacy}
+    weaker |= {_setting(c.key) for c in report.regressions if c.key.attack is not None}
+    report.trade_offs = [
+        c for c in report.improvements if c.key.attack is None and _setting(c.key) in weaker
+    ]
+    report.improvements = [c for c in report.improvements if c not in report.trade_offs]
 
 
 def _sort_key(key: RowKey) -> tuple[str, str, str, int, str, str]:

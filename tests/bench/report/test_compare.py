@@ -265,3 +265,49 @@ def test_ignoring_a_parameter_that_tells_rows_apart_is_refused() -> None:
     board["rows"].append(other)
     with pytest.raises(ConfigError, match="two rows become"):
         without_params(board, ["eps"])
+
+
+def _claimed(doc: dict) -> dict:
+    """`doc` with an IP claim at eps 1 declared on every row."""
+    doc = copy.deepcopy(doc)
+    for row in doc["rows"]:
+        row["guarantee"] = {"notion": "ip", "eps": 1.0, "delta": 1e-5, "radius": 0.1}
+    return doc
+
+
+def test_a_refuted_claim_leads_the_first_line_and_fails() -> None:
+    base = _claimed(BASE)
+    base["rows"][0]["metrics"]["eps_audit_lb"] = _m(0.8)
+    candidate = copy.deepcopy(base)
+    candidate["rows"][0]["metrics"]["eps_audit_lb"] = _m(3.0)  # above the claimed eps 1
+    report = compare(base, candidate)
+    first = report.format().splitlines()[0]
+    assert not report.ok and first.startswith("compare: FAIL — refuted claim: ")
+    assert "gauss-input" in first and "eps lower bound 3 > claimed 1" in first
+    assert [p.key.attack for p in report.privacy] == [None]  # named once, by its setting
+    # The same refutation in the baseline already is no new privacy regression.
+    assert not compare(candidate, candidate).privacy
+
+
+def test_a_broken_bound_is_a_privacy_regression() -> None:
+    base = copy.deepcopy(BASE)
+    base["rows"][1]["metrics"]["bound_validity"] = _m(1.0)
+    candidate = copy.deepcopy(base)
+    candidate["rows"][1]["metrics"]["bound_validity"] = _m(0.6)
+    report = compare(base, candidate)
+    assert not report.ok and not report.regressions
+    assert "bound broken: bound_validity 1 -> 0.6" in report.format().splitlines()[0]
+
+
+def test_utility_gained_where_the_attack_got_stronger_is_a_trade_off() -> None:
+    candidate = copy.deepcopy(BASE)
+    candidate["rows"][0]["metrics"]["accuracy"]["value"] = 0.90  # noise cut: more accuracy
+    candidate["rows"][1]["metrics"]["ssim"]["value"] = 0.60  # ... and a stronger attack
+    report = compare(BASE, candidate)
+    assert [c.metric for c in report.trade_offs] == ["accuracy"]
+    assert not report.improvements and [c.metric for c in report.regressions] == ["ssim"]
+    assert "trade-offs (utility gained where privacy got worse):" in report.format()
+    # Without the stronger attack the same gain is an improvement.
+    only_gain = copy.deepcopy(BASE)
+    only_gain["rows"][0]["metrics"]["accuracy"]["value"] = 0.90
+    assert [c.metric for c in compare(BASE, only_gain).improvements] == ["accuracy"]

@@ -63,6 +63,14 @@ def test_frontier_marks_exactly_the_undominated_settings() -> None:
     assert all(p.attack_source == "map" for p in points)
 
 
+def test_a_setting_whose_claim_is_refuted_is_drawn_but_never_on_the_frontier() -> None:
+    rows = [*_setting("a", 1.0, 0.9, 0.1), *_setting("b", 1.0, 0.5, 0.5)]
+    rows[0]["unreliable"] = True  # a/1 would dominate b/1; its audit refutes its claim
+    _, points = frontier_points(rows, "accuracy")
+    flags = {p.mechanism: (p.pareto, p.refuted) for p in points}
+    assert flags == {"a": (False, True), "b": (True, False)}
+
+
 def test_frontier_prefers_scores_over_all_samples_for_abstaining_mechanisms() -> None:
     rows = _setting("ptr", 1.0, 0.8, 0.9)
     rows[1]["metrics"]["ssim_all"] = _metric(0.4)
