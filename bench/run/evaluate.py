@@ -59,7 +59,23 @@ def current_track(track: str, boards: Path) -> TrackEntry:
             f"ranked beside today's code; run `bench run --suite {suite.name}` and publish it, "
             "or pass --boards with a current board"
         )
-    return TrackEntry(suite, jobs, board, load_leaderboard(board / "leaderboard.json")["rows"])
+    rows = load_leaderboard(board / "leaderboard.json")["rows"]
+    check_board_seeds(suite, rows)
+    return TrackEntry(suite, jobs, board, rows)
+
+
+def check_board_seeds(suite: Suite, rows: list[dict[str, Any]]) -> None:
+    """A committed track board whose rows rest on fewer seeds than the track runs (a board of
+    its first seeds, published while the rest run) is refused in one line: a submission runs
+    at the track's seeds, and means over other seeds are not ranked against each other."""
+    found = sorted({int(r["seeds"]) for r in rows if "seeds" in r})
+    if found != [suite.seeds]:
+        shown = ", ".join(map(str, found)) or "no"
+        raise ConfigError(
+            f"the committed {suite.name} board rests on {shown} seed(s) per row, the track "
+            f"on {suite.seeds}: its rows cannot be ranked beside a submission's; run "
+            f"`bench run --suite {suite.name}` to its {suite.seeds} seeds and publish it"
+        )
 
 
 def submission_suite(
