@@ -80,6 +80,9 @@ def _moved(new: dict[str, Any], old: dict[str, Any], metric: str) -> str:
 def strength_report(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One entry per mechanism setting with attack rows: every attack's metrics and set,
     and per metric the worst case of each set and whether it moved."""
+    from bench.plugin.families import load_families
+
+    load_families(row["mechanism"] for row in doc["rows"])  # the notions the claims name
     settings: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for row in doc["rows"]:
         if row.get("attack") in (None, "worst case"):

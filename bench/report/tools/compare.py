@@ -489,6 +489,10 @@ def _refuted_settings(doc: dict[str, Any]) -> dict[tuple[str, str, str], tuple[R
     from bench.report.board.rows import flag_unreliable
 
     rows = json.loads(json.dumps(doc.get("rows", [])))
+    for row in rows:  # a hand-made board may leave out what written boards always carry
+        row.setdefault("params", {})
+        row.setdefault("guarantee", {})
+        row.setdefault("metrics", {})
     flag_unreliable(rows)
     found: dict[tuple[str, str, str], tuple[RowKey, str]] = {}
     for row in sorted(rows, key=lambda r: r.get("attack") is not None):
