@@ -5,7 +5,9 @@ finite), value normalisation before hashing, and property-based fuzzing of suite
 from __future__ import annotations
 
 import math
+import shutil
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +21,7 @@ from bench.plugin.params import ParamSpec
 from bench.plugin.registry import ATTACKS, MECHANISMS
 from bench.run.plan import expand
 from bench.suite.read import parse_suite
-from tests.conftest import TINY_SUITE
+from tests.conftest import ROOT, TINY_SUITE
 
 
 def _suite(**changes: Any) -> dict[str, Any]:
@@ -378,6 +380,16 @@ CLI_VALUES = ["smoke", "no-such", "0", "-1", "two", "", "1e9", "nan", "mechanism
 CLI_VALUES += ["attacks", "ip", "store.sqlite", "missing/dir/s.sqlite", "a.json", "local"]
 
 
+@pytest.fixture(scope="module")
+def boards_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the committed boards for the fuzzed commands to read and rewrite: a fuzzed
+    `attack-report --suite attacks` or `leaderboard --all` is a valid command that writes the
+    boards it finds, and must not write the checkout's."""
+    copy = tmp_path_factory.mktemp("boards") / "leaderboards"
+    shutil.copytree(ROOT / "leaderboards", copy)
+    return copy
+
+
 @settings(
     max_examples=120,
     deadline=None,
@@ -390,10 +402,19 @@ CLI_VALUES += ["attacks", "ip", "store.sqlite", "missing/dir/s.sqlite", "a.json"
     words=st.lists(st.sampled_from(CLI_OPTIONS + CLI_VALUES), max_size=5),
 )
 def test_fuzzed_command_lines_exit_0_or_one_line_2(
-    tmp_path_factory, monkeypatch, capsys, command: str, words: list[str]
+    tmp_path_factory, monkeypatch, capsys, boards_copy, command: str, words: list[str]
 ) -> None:
     """Any command line: exit 0, or exit 2 with one `bench: error:` line and no traceback;
-    the files it was pointed at are left as they were on exit 2."""
+    the files it was pointed at are left as they were on exit 2. The boards a command finds
+    without --root are a copy of the committed ones."""
+    from bench.core import places
+
+    def copied_boards(override: Path | None = None) -> places.BoardsRoot:
+        if override is not None:
+            return places.BoardsRoot(Path(override), "--root")
+        return places.BoardsRoot(boards_copy, "the checkout")
+
+    monkeypatch.setattr(places, "boards_root", copied_boards)
     where = tmp_path_factory.mktemp("cli")
     monkeypatch.chdir(where)
     (where / "a.json").write_text("{}")
