@@ -8,7 +8,8 @@ the mechanism's settings apart without changing their claim: gauss-input as trai
 fine-tuned are two curves, each through its radii; a split point or an optimisation is a
 variant, the privacy level (eps, a radius, 1/dFIL) is what a curve runs through. The
 family is the package the mechanism's class lives in (an in-tree family's folder, a
-plug-in's top-level package): one colour map per family, one shade per mechanism, one line
+plug-in's top-level package): one colour map per family, one shade per mechanism (on a task
+whose mechanisms are all of one family, one distinct colour per mechanism), one line
 style per variant. The unprotected reference is one marked point, not a curve.
 
 `plot_data` computes everything the figure shows and `curves_png` only draws it, so the
@@ -21,6 +22,7 @@ import io
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from bench.core.errors import BenchError
@@ -207,6 +209,15 @@ def _shades(family_index: int, count: int) -> list[tuple[float, float, float, fl
     return [cmap(0.95 - 0.5 * i / (count - 1)) for i in range(count)]
 
 
+def _distinct(count: int) -> list[tuple[float, float, float, float]]:
+    """`count` distinct colours of a qualitative map: a task whose mechanisms are all of one
+    family (the label-only track) tells them apart by colour, not by shades of one hue."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return [cmap(i % 10) for i in range(count)]
+
+
 def track_curves(rows: list[dict[str, Any]], utility: str, score: str) -> list[Curve]:
     """The curves of one task's rows (see the module docstring), sorted by family, mechanism
     and variant; each curve's points in order of the attack's score."""
@@ -215,7 +226,8 @@ def track_curves(rows: list[dict[str, Any]], utility: str, score: str) -> list[C
     curves: list[Curve] = []
     for f_index, family in enumerate(families):
         mechanisms = sorted(m for m in settings if mechanism_family(m) == family)
-        shades = _shades(f_index, len(mechanisms))
+        one_family = len(families) == 1
+        shades = (_distinct if one_family else partial(_shades, f_index))(len(mechanisms))
         for m_index, mechanism in enumerate(mechanisms):
             mine = settings[mechanism]
             variants = variant_params([(params, row) for params, row, _ in mine])
