@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from bench.report.board.load import board_kind
-from bench.report.board.suite_info import suite_description
+from bench.report.board.suite_info import shipped_suite, suite_description
 from bench.report.reproduce.reproduction import (
     Reference,
     known_papers,
@@ -95,6 +95,15 @@ def _seeds(rows: list[dict[str, Any]]) -> int:
     return min((int(r["seeds"]) for r in rows), default=0)
 
 
+def _partial(suite: str, seeds: int) -> str:
+    """", of the N the track runs: its other seeds are not run yet" for a track board
+    published on fewer seeds than its shipped suite declares, else ""."""
+    declared = shipped_suite(suite).get("seeds")
+    if not isinstance(declared, int) or isinstance(declared, bool) or declared <= seeds:
+        return ""
+    return f" of the {declared} the track runs: the others are not run yet"
+
+
 def board_heading(doc: dict[str, Any]) -> Heading:
     """The heading of the board `doc` (a leaderboard.json document)."""
     suite, rows = doc["suite"], doc["rows"]
@@ -109,7 +118,7 @@ def board_heading(doc: dict[str, Any]) -> Heading:
         line = (
             "A track: one standard task, one attack battery, one scoring rule and fixed "
             "seeds, so its entries are ranked against each other; every row here rests on "
-            f"{seeds} seed{'' if seeds == 1 else 's'}."
+            f"{seeds} seed{'' if seeds == 1 else 's'}{_partial(suite, seeds)}."
         )
     elif kind == "slice":
         title = f"Track slice: {suite}"

@@ -242,3 +242,14 @@ def test_a_track_pages_first_screen_shows_the_ranked_bands_and_the_plot(tmp_path
             assert page.evaluate("document.documentElement.scrollWidth") <= 1440
         finally:
             browser.close()
+
+
+def test_a_track_board_on_fewer_seeds_than_the_track_says_so() -> None:
+    from bench.report.board.heading import board_heading
+
+    def doc(seeds: int) -> dict:
+        row = {"task": "faces", "mechanism": "identity", "params": {}, "attack": None}
+        return {"suite": "track-faces", "kind": "track", "rows": [{**row, "seeds": seeds}]}
+
+    assert "rests on 1 seed of the 3 the track runs" in board_heading(doc(1)).kind_line
+    assert board_heading(doc(3)).kind_line.endswith("rests on 3 seeds.")
