@@ -96,8 +96,8 @@ def _seeds(rows: list[dict[str, Any]]) -> int:
 
 
 def _partial(suite: str, seeds: int) -> str:
-    """", of the N the track runs: its other seeds are not run yet" for a track board
-    published on fewer seeds than its shipped suite declares, else ""."""
+    """What a track board published on fewer seeds than its shipped suite declares adds to
+    its first line (", of the N the track runs: ..."); "" otherwise."""
     declared = shipped_suite(suite).get("seeds")
     if not isinstance(declared, int) or isinstance(declared, bool) or declared <= seeds:
         return ""
