@@ -124,13 +124,13 @@ def test_kill_9_midway_then_rerun_completes_without_loss_or_duplicates(
         per_job = dict(conn.execute("SELECT job_hash, COUNT(*) FROM results GROUP BY job_hash"))
     assert sorted(stored) == sorted(j.hash for j in jobs)  # every job exactly once
     assert orphans == 0
-    for job in jobs:  # and each with its full set of metrics (+ the audit's 3 on seed 0)
+    for job in jobs:  # and each with its full set of metrics (+ the audit's 5 on seed 0)
         audited = job.attack is None and job.seed == 0 and job.mechanism != "identity"
-        # utility: accuracy, chance, modal_prediction_share, release_rate, fit_s, release_ms,
-        # and eps_audit_lb, eps_audit_ideal, audit_draws;
-        # attack: mse, l1, l2, psnr, ssim, their prior-guess mse_prior and ssim_prior,
-        # attack_s, release_rate.
-        assert per_job[job.hash] == (6 + 3 * audited if job.attack is None else 9)
+        # utility: accuracy, accuracy_all, chance, modal_prediction_share, release_rate,
+        # fit_s, release_ms, and eps_audit_lb, eps_audit_ideal, eps_audit_ideal_pair,
+        # audit_pair_reach, audit_draws; attack: mse, l1, l2, psnr, ssim, each also over all
+        # queries (`_all`), the prior guess's mse_prior and ssim_prior, attack_s, release_rate.
+        assert per_job[job.hash] == (7 + 5 * audited if job.attack is None else 14)
 
 
 def test_ctrl_c_exits_130_with_a_resume_hint(tmp_path, tiny_suite) -> None:
