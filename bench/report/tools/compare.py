@@ -514,11 +514,20 @@ def newly_refuted(baseline: dict[str, Any], candidate: dict[str, Any]) -> list[P
     ]
 
 
+def _is_cost(metric: str) -> bool:
+    """Whether `metric` is a timing (a registered cost metric)."""
+    return metric in METRICS and METRICS[metric].kind == "cost"
+
+
 def _separate_trade_offs(report: CompareReport) -> None:
     """Move the utility-row improvements of settings whose privacy got worse (a privacy
     regression, or a regression on one of their attack rows) to `trade_offs`."""
     weaker = {_setting(p.key) for p in report.privacy}
-    weaker |= {_setting(c.key) for c in report.regressions if c.key.attack is not None}
+    weaker |= {
+        _setting(c.key)
+        for c in report.regressions
+        if c.key.attack is not None and not _is_cost(c.metric)  # a slower attack is no gain
+    }
     report.trade_offs = [
         c for c in report.improvements if c.key.attack is None and _setting(c.key) in weaker
     ]
