@@ -332,7 +332,7 @@ def _tolerance_for(
 ) -> float:
     if name in metric_tolerances:
         return metric_tolerances[name]
-    return cost_tolerance if METRICS[name].kind == "cost" else tolerance
+    return cost_tolerance if _is_cost(name) else tolerance
 
 
 def _classify(
@@ -346,7 +346,7 @@ def _classify(
     outside_ci = c < lo or c > hi
     if not (beyond_tol and outside_ci):
         return None, change
-    if METRICS[name].kind == "cost" and abs(c - b) <= cost_floor(name):
+    if _is_cost(name) and abs(c - b) <= cost_floor(name):
         return None, change
     higher_is_better = metric_spec(name).better == "higher"
     worse = c < b if higher_is_better else c > b
@@ -383,7 +383,7 @@ def _compare_row(
     for name in sorted(base["metrics"]):
         if name == NONDETERMINISTIC_OPS.name:  # steers the tolerance; not a result itself
             continue
-        if report.cost_skipped and name in METRICS and METRICS[name].kind == "cost":
+        if report.cost_skipped and _is_cost(name):
             continue
         if name not in cand["metrics"]:
             report.missing.append(Missing(key, name))
@@ -398,7 +398,7 @@ def _compare_row(
             continue
         tol = _tolerance_for(name, *tolerances)
         verdict, change = _classify(key, name, b, c, tol)
-        if METRICS[name].kind != "cost":
+        if not _is_cost(name):
             report.compared += 1
             moved = (b["value"], list(b["ci"])) != (c["value"], list(c["ci"]))
             beyond = abs(change.candidate - change.baseline) > tol * max(
