@@ -1,5 +1,5 @@
 """Test-only plug-ins (used as `tests.faulty_plugins:Class` in a suite) whose jobs fail on
-demand, for tests/bench/test_job_failures.py.
+demand, for tests/bench/run/test_job_failures.py.
 
 $BENCH_TEST_FAULTS lists the faults, comma-separated, each KIND@SEED (the job's seed); it
 is read inside the job, so spawned pool workers, which inherit the environment, see it:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.test_job_failures import FAULTY, SUITE, _listed
+from tests.bench.run.test_job_failures import FAULTY, SUITE, _listed
 from tests.conftest import BENCH, ROOT, run_cli, tiny_run_args
 from tests.faulty_plugins import FAULTS_ENV, MARK_ENV
 
@@ -215,7 +215,7 @@ def test_validate_does_not_pass_a_dp_claim_with_too_little_noise(tmp_path: Path)
 
 @pytest.fixture
 def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The faults suite (tests/bench/test_job_failures.py) in tmp_path, its own cache."""
+    """The faults suite (tests/bench/run/test_job_failures.py) in tmp_path, its own cache."""
     monkeypatch.setenv("BENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv(MARK_ENV, str(tmp_path / "mark"))
     monkeypatch.delenv(FAULTS_ENV, raising=False)

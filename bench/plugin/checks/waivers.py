@@ -8,8 +8,8 @@ from bench.core.errors import BenchError, ConfigError
 from bench.plugin.registry import MECHANISMS
 from bench.report.board.row import Row
 
-# The contract checks of bench.plugin.checks, by name (tests/bench/test_validate.py keeps the two
-# equal).
+# The contract checks of bench.plugin.checks, by name
+# (tests/bench/plugin/checks/test_validate.py keeps the two equal).
 CHECK_NAMES = (
     "check_declares_guarantee",
     "check_unknown_parameter_refused",

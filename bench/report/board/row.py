@@ -2,7 +2,7 @@
 
 Rows stay plain dicts on disk (leaderboard.json, checked against schemas/leaderboard.schema.json),
 and these TypedDicts name their keys and types for the code that builds and reads them. The
-keys are the schema's row properties exactly (tests/bench/report/test_schema.py checks both
+keys are the schema's row properties exactly (tests/bench/report/board/test_schema.py checks both
 ways), so a new key is added here and in the schema together.
 """
 

@@ -14,7 +14,7 @@ from bench.report.board.rows import build_rows
 from bench.report.board.site import render_site_index, suite_entries, write_site_index
 from bench.report.board.write import write_leaderboard
 from bench.suite.read import available_suites, load_suite
-from tests.bench.report.test_leaderboard import STAMP, _results
+from tests.bench.report.board.test_leaderboard import STAMP, _results
 from tests.conftest import ROOT
 
 COMMITTED = ROOT / "leaderboards"

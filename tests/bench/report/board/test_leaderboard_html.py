@@ -17,7 +17,7 @@ from bench.report.board.html import metric_columns
 from bench.report.board.labels import WORST_CASE
 from bench.report.board.rows import build_rows
 from bench.report.board.write import write_leaderboard
-from tests.bench.report.test_leaderboard import STAMP, _job, _results
+from tests.bench.report.board.test_leaderboard import STAMP, _job, _results
 from tests.conftest import ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -164,7 +164,7 @@ def test_page_renders_sorts_and_filters_in_headless_chromium(tmp_path: Path) -> 
 def test_declared_expected_failures_are_shown_on_the_rows(tmp_path: Path) -> None:
     from bench.plugin.checks.waivers import attach_expected_failures
 
-    spec = "tests.bench.test_validate:WaivedEncoder"
+    spec = "tests.bench.plugin.checks.test_validate:WaivedEncoder"
     results = [_job(0, spec, {}, None), _job(0, "identity", {}, None)]
     rows = attach_expected_failures(build_rows(results))
     waived = [r for r in rows if r["mechanism"] == spec]

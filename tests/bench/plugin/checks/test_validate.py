@@ -200,7 +200,8 @@ class WaivedEncoder(NoEncoder):
 
 
 def test_report_marks_failures_and_expected_failures() -> None:
-    # min_power 0: this audit's 5,000 draws have no power (tests/bench/test_validate_power.py).
+    # min_power 0: this audit's 5,000 draws have no power
+    # (tests/bench/plugin/checks/test_validate_power.py).
     report = run_checks(under_test(WaivedEncoder, **FAST_AUDIT), min_power=0.0)
     status = {o.check: o for o in report.outcomes}
     assert status["check_encoder_and_noise_exposed"].status == "XFAIL"
@@ -326,7 +327,7 @@ def test_cli_validate_user_error_exits_2_with_one_line(workdir: Path) -> None:
         ("bench.cli.app:main", {}, "not a bench Mechanism"),
         ("nowhere:Mechanism", {}, "cannot import mechanism module 'nowhere'"),
         (
-            "tests.bench.test_validate:WaivedEncoder",
+            "tests.bench.plugin.checks.test_validate:WaivedEncoder",
             {"eps": "high"},
             "must be a number, got 'high'",
         ),

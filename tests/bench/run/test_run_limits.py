@@ -22,8 +22,8 @@ from bench.run.runner import lease_timeout_s, run_jobs
 from bench.run.timeouts import DEFAULT_FLOOR_S, JobTimeouts, job_timeouts
 from bench.store.results import ResultStore
 from bench.suite.read import load_suite, parse_suite
-from tests.bench.test_job_failures import METRICS
-from tests.bench.test_run_preflight import RUN, _refused, _tiny, _write_suite
+from tests.bench.cli.test_run_preflight import RUN, _refused, _tiny, _write_suite
+from tests.bench.run.test_job_failures import METRICS
 from tests.conftest import TINY_SUITE, cli_here, stub_job
 from tests.faulty_plugins import UnprintableError
 

@@ -12,7 +12,7 @@ import pytest
 from bench.run.plan import expand
 from bench.store.results import ResultStore
 from bench.suite.read import load_suite
-from tests.bench.test_job_failures import FAULTY, SUITE, _listed, _query
+from tests.bench.run.test_job_failures import FAULTY, SUITE, _listed, _query
 from tests.conftest import cli_here, run_cli, tiny_run_args
 from tests.faulty_plugins import FAULTS_ENV
 

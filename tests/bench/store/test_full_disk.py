@@ -109,7 +109,7 @@ def test_a_board_that_cannot_be_written_after_the_jobs_is_one_line_exit_1(
     line naming the file and the fix, exit 1, and the stored jobs stay for the rerun."""
     import errno
 
-    from tests.bench.test_job_failures import SUITE
+    from tests.bench.run.test_job_failures import SUITE
     from tests.conftest import cli_here
     from tests.faulty_plugins import FAULTS_ENV
 

@@ -138,7 +138,7 @@ def test_faulty_plugin_mechanism_fails_each_of_its_jobs_and_nothing_is_stored(
     tmp_path, tiny_suite, mechanism, fragment
 ) -> None:
     """The harness's output checks fail each job of the mechanism alone (one line each, exit
-    1; tests/bench/test_job_failures.py covers failed jobs among good ones)."""
+    1; tests/bench/run/test_job_failures.py covers failed jobs among good ones)."""
     text = tiny_suite.read_text().replace('name = "identity"', f'name = "{mechanism}"')
     tiny_suite.write_text(text)
     store = tmp_path / "s.sqlite"

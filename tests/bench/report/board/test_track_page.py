@@ -19,7 +19,7 @@ from bench.report.board.labels import WORST_CASE
 from bench.report.board.load import board_kind, validate_leaderboard
 from bench.report.board.write import refresh_board, write_leaderboard
 from bench.suite.read import load_suite, parse_suite, suite_dir, suite_kind
-from tests.bench.report.test_leaderboard import STAMP
+from tests.bench.report.board.test_leaderboard import STAMP
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -8,7 +8,7 @@ import dataclasses
 from bench.metrics import MetricResult
 from bench.report.tools.profile import profile_lines
 from bench.store.results import ResultStore
-from tests.bench.test_store_cache import METRICS
+from tests.bench.store.test_store_cache import METRICS
 from tests.conftest import cli_here, stub_job
 
 
