@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.core.errors import BenchError, ConfigError
+from bench.plugin.families import load_families
 from bench.report.reproduce import verdicts as vr
 from bench.report.reproduce.attribution import (
     Attribution,
@@ -580,7 +581,10 @@ def reproduction(
     """The reproduction document of `suite` against `reference` (what reproduction.json
     holds): every cell of the paper that names this suite (and of its comparisons), with its
     verdict, the trend checks over those cells, and the attribution line where the reference
-    declares one (its boards read under `root`, by default the checkout's leaderboards/)."""
+    declares one (its boards read under `root`, by default the checkout's leaderboards/).
+    The rows' families are loaded first: a flag such as "estimate fails" reads the rows'
+    notions, which a family registers when it is imported."""
+    load_families(r["mechanism"] for r in rows or [])
     cells, trends = suite_cells(reference, suite, rows)
     answers = {c.id: bench_value(c, rows) for c in cells}
     judged, results = judge(cells, trends, answers)
