@@ -379,19 +379,20 @@ def suite_file(board: str) -> str:
     return str(STUDY_DIR / "suites" / f"{board}.toml")
 
 
-def block() -> str:
-    """The page's block: the markers around the tables main() prints."""
+def block(render: Any = None, begin: str = BEGIN, end: str = END) -> str:
+    """The page's block: the markers around the tables `render` (default: main) prints."""
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
-        main()
-    return f"{BEGIN}\n{text.getvalue().strip()}\n{END}"
+        (render or main)()
+    return f"{begin}\n{text.getvalue().strip()}\n{end}"
 
 
-def write() -> None:
-    """Replace the block in the study's README (it must hold both markers)."""
+def write(render: Any = None, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the block between `begin` and `end` in the study's README (it must hold both
+    markers)."""
     page = PAGE.read_text()
-    start, end = page.index(BEGIN), page.index(END) + len(END)
-    PAGE.write_text(page[:start] + block() + page[end:])
+    start, stop = page.index(begin), page.index(end) + len(end)
+    PAGE.write_text(page[:start] + block(render, begin, end) + page[stop:])
 
 
 if __name__ == "__main__":
