@@ -103,7 +103,9 @@ def carried(index: int, variant: str, group: tuple) -> bool:
 def main() -> None:
     ref = paper()
     rows = base.utility_rows(BOARD)
-    rows_of = [(i, STEPS) for i in range(len(STEPS))] + [(i, SIDE_STEPS) for i in range(1)]
+    rows_of = [(i, STEPS) for i in range(len(STEPS))] + [
+        (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
+    ]
     for variant in VARIANTS:
         print(f"\n**{variant}**\n")
         print("| step | DeltaP | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
@@ -166,7 +168,9 @@ def left(rows: list[dict[str, Any]], ref: dict[tuple[str, float], float]) -> Non
     print("0.05 of the paper or the paper inside bench's 95% CI)\n")
     print("| variant | row | eps 5 | eps 10 |")
     print("|---|---|---|---|")
-    later = [(i, STEPS) for i in range(4, len(STEPS))] + [(0, SIDE_STEPS)]
+    later = [(i, STEPS) for i in range(4, len(STEPS))] + [
+        (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
+    ]
     for variant in VARIANTS:
         for index, group in later:
             label, _, own = group[index]
@@ -216,7 +220,9 @@ def audit(rows: list[dict[str, Any]]) -> None:
     print("\n**PTR audit of the not-private rows** (eps_audit_lb / claim 2 eps / could show)\n")
     print("| step | variant | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
     print("|---|---|" + "---|" * len(EPS))
-    for index, group in [(i, STEPS) for i in range(1, len(STEPS))] + [(0, SIDE_STEPS)]:
+    for index, group in [(i, STEPS) for i in range(1, len(STEPS))] + [
+        (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
+    ]:
         label, _, own = group[index]
         for variant in VARIANTS:
             found = [find(rows, own, variant, e) for e in EPS]
