@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-import tomllib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -57,12 +56,9 @@ STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("8 + reference-code classifier (not private)", BOARD, CLASSIFIER),
     ("9 + reference-code adversary (not private)", BOARD, {**CLASSIFIER, **base.DECODER}),
 )
+ARL_AT_0_9 = {**NO_FINETUNE, "alpha": {"arl": 0.9, "arl-c-n": 0.9}}  # step 6, arl's weight
 SIDE_STEPS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    (
-        "6 + ARL weight 0.9 in place of 0.995, beside the chain (not private)",
-        BOARD,
-        {**NO_FINETUNE, "alpha": {"arl": 0.9, "arl-c-n": 0.9}},
-    ),
+    ("6 + ARL weight 0.9 in place of 0.995, beside the chain (not private)", BOARD, ARL_AT_0_9),
 )
 
 
@@ -71,19 +67,6 @@ def trained_as(variant: str, own: dict[str, Any]) -> str:
     trains its obfuscator exactly as encoder does (no contrastive term), so the suite runs
     encoder's row only."""
     return "encoder" if variant == "c" and own.get("recipe") == "reference-code" else variant
-
-
-def paper() -> dict[tuple[str, float], float]:
-    """The paper's Table 1 accuracy on MNIST per (variant, eps)."""
-    reference = base.ROOT / "bench" / "report" / "reproduce" / "reference" / "posthoc.toml"
-    cells = tomllib.loads(reference.read_text())["cell"]
-    return {
-        (c["params"]["variant"], float(c["params"]["eps"])): float(c["value"])
-        for c in cells
-        if c.get("suite") == "posthoc-mnist"
-        and c.get("metric") == "accuracy"
-        and c["id"].startswith("t1-")  # Table 1: R = 0.5, one cell per variant and eps
-    }
 
 
 def find(rows: list[dict[str, Any]], own: dict[str, Any], variant: str, eps: float) -> dict | None:
@@ -100,25 +83,29 @@ def carried(index: int, variant: str, group: tuple) -> bool:
     return base.own_params(own, variant) == base.own_params(NO_FINETUNE, variant)
 
 
-def main() -> None:
-    ref = paper()
-    rows = base.utility_rows(BOARD)
-    rows_of = [(i, STEPS) for i in range(len(STEPS))] + [
+def rows_from(start: int) -> list[tuple[int, tuple]]:
+    """The chain's steps from index `start` on, then the rows beside it, as (index, group)."""
+    return [(i, STEPS) for i in range(start, len(STEPS))] + [
         (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
     ]
+
+
+def main() -> None:
+    ref = base.paper("posthoc-mnist")
+    rows = base.utility_rows(BOARD)
     for variant in VARIANTS:
         print(f"\n**{variant}**\n")
         print("| step | DeltaP | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
         print("|---|---|" + "---|" * len(EPS))
         print("| paper (Table 1) | | " + " | ".join(f"{ref[(variant, e)]:.3f}" for e in EPS) + " |")
-        for index, group in rows_of:
+        for index, group in rows_from(0):
             label, _, own = group[index]
-            found = [find(rows, own, variant, e) for e in EPS]
             if group is SIDE_STEPS and carried(index, variant, group):
                 continue
             if carried(index, variant, group):
                 print(f"| {label} | as the step before (no ARL term) |" + " |" * len(EPS))
                 continue
+            found = [find(rows, own, variant, e) for e in EPS]
             same = " (encoder's row)" if trained_as(variant, own) != variant else ""
             cells = " | ".join(base.cell(f) for f in found)
             print(f"| {label}{same} | {base.cell(found[0], 'delta_p')} | {cells} |")
@@ -168,25 +155,12 @@ def left(rows: list[dict[str, Any]], ref: dict[tuple[str, float], float]) -> Non
     print("0.05 of the paper or the paper inside bench's 95% CI)\n")
     print("| variant | row | eps 5 | eps 10 |")
     print("|---|---|---|---|")
-    later = [(i, STEPS) for i in range(4, len(STEPS))] + [
-        (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
-    ]
     for variant in VARIANTS:
-        for index, group in later:
+        for index, group in rows_from(4):
             label, _, own = group[index]
-            found = [find(rows, own, variant, e) for e in EPS]
             if carried(index, variant, group):
                 continue
-            out = []
-            for e, row in zip(EPS, found, strict=True):
-                if row is None:
-                    out.append("not run")
-                    continue
-                m, want = row["metrics"]["accuracy"], ref[(variant, e)]
-                ok = abs(m["value"] - want) <= 0.05 or m["ci"][0] <= want <= m["ci"][1]
-                note = base.answered_note(row, " (")
-                note += ")" if note else ""
-                out.append(f"{m['value'] - want:+.3f}{' ok' if ok else ''}{note}")
+            out = [base.gap_cell(find(rows, own, variant, e), ref[(variant, e)]) for e in EPS]
             name = "beside: ARL weight 0.9" if group is SIDE_STEPS else f"step {label.split()[0]}"
             print(f"| {variant} | {name} | " + " | ".join(out) + " |")
 
@@ -194,7 +168,7 @@ def left(rows: list[dict[str, Any]], ref: dict[tuple[str, float], float]) -> Non
 CEILING_EPS = 1000.0
 CEILING = (
     ("bench default (step 0's networks)", {}),
-    ("step 6's networks (ARL weight 0.9 for arl and arl-c-n)", {**NO_FINETUNE, "alpha": 0.9}),
+    ("step 6's networks (ARL weight 0.9 for arl and arl-c-n)", ARL_AT_0_9),
 )
 
 
@@ -206,11 +180,7 @@ def ceiling(rows: list[dict[str, Any]], ref: dict[tuple[str, float], float]) -> 
     print("| variant | paper, eps 10 | " + " | ".join(label for label, _ in CEILING) + " |")
     print("|---|---|" + "---|" * len(CEILING))
     for variant in VARIANTS:
-        cells = []
-        for _, own in CEILING:
-            if variant in ("encoder", "c"):
-                own = {k: v for k, v in own.items() if k != "alpha"}
-            cells.append(base.cell(find(rows, own, variant, CEILING_EPS)))
+        cells = [base.cell(find(rows, own, variant, CEILING_EPS)) for _, own in CEILING]
         print(f"| {variant} | {ref[(variant, 10.0)]:.3f} | " + " | ".join(cells) + " |")
 
 
@@ -220,23 +190,12 @@ def audit(rows: list[dict[str, Any]]) -> None:
     print("\n**PTR audit of the not-private rows** (eps_audit_lb / claim 2 eps / could show)\n")
     print("| step | variant | " + " | ".join(f"eps {e:g}" for e in EPS) + " |")
     print("|---|---|" + "---|" * len(EPS))
-    for index, group in [(i, STEPS) for i in range(1, len(STEPS))] + [
-        (i, SIDE_STEPS) for i in range(len(SIDE_STEPS))
-    ]:
+    for index, group in rows_from(1):
         label, _, own = group[index]
         for variant in VARIANTS:
-            found = [find(rows, own, variant, e) for e in EPS]
             if carried(index, variant, group) or trained_as(variant, own) != variant:
                 continue
-            out = []
-            for e, row in zip(EPS, found, strict=True):
-                m = (row or {}).get("metrics", {})
-                if "eps_audit_lb" not in m:
-                    out.append("not run" if row is None else "not audited")
-                    continue
-                lb, ideal = m["eps_audit_lb"]["value"], m["eps_audit_ideal"]["value"]
-                verdict = " **refuted**" if lb > 2 * e else ""
-                out.append(f"{lb:.3g} / {2 * e:g} / {ideal:.3g}{verdict}")
+            out = [base.audit_cell(find(rows, own, variant, e), e) for e in EPS]
             print(f"| {label} | {variant} | " + " | ".join(out) + " |")
 
 
