@@ -11,7 +11,6 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from bench.data import readers
 from tests.conftest import ROOT, run_cli
@@ -57,7 +56,6 @@ def _toml(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.timeout(1200)
 def test_track_cifar10_plans_every_image_mechanism_and_runs_on_a_fixture(tmp_path: Path) -> None:
     data = write_cifar_fixture(tmp_path / "data", per_batch=2100)
     track = tomllib.loads(TRACK.read_text())
