@@ -11,7 +11,7 @@ any two inputs) the audit
    the encoder's most stretched direction and from a random one, over several anchors,
    the anchor moving too: the claim covers every input of the data range), or the corners
    of the data range and real pairs for LDP;
-3. selection: releases each side of each pair `n_select` times (`Mechanism.release`) and
+3. selection: releases each side of each pair `n_select` times (`releases.py`) and
    scores every draw with each distinguisher — the projection onto Enc(x1) - Enc(x0)
    (the likelihood ratio, hence by the Neyman-Pearson lemma the most powerful test, for
    additive Gaussian noise), the exact log-likelihood ratio under a declared Laplace noise
@@ -25,11 +25,14 @@ any two inputs) the audit
    evaluation use disjoint draws, so the search in step 3 costs no confidence: eps_lb is a
    valid 95% lower bound for any correct mechanism.
 
-Every release goes through the mechanism's own `release()` in blocks whose generators are
-derived from the seed by index, each block reduced at once to its scores (selection) or
-counts (evaluation), by a pool of worker threads (`draws.py`): the numbers are the same
-for any number of workers and any work-unit size, and no worker holds more than one block
-of releases (what is kept is the selection's scores and the evaluation's two counts).
+Releases come from the mechanism's own `release()`, or, for an input on which that release
+is checked to be its encoder's output plus its declared noise, from that sum with one
+encoder pass (`releases.py`: what the check proves and what it cannot). They are drawn in
+blocks whose generators are derived from the seed by index, each block reduced at once to
+its scores (selection) or counts (evaluation), by a pool of worker threads (`draws.py`):
+the numbers are the same for any number of workers and any work-unit size, and no worker
+holds more than one block of releases (what is kept is the selection's scores and the
+evaluation's two counts).
 
 The audit fails when eps_lb exceeds the claimed eps, i.e. the claim is refuted at 95%
 confidence. A passing audit is evidence, not proof: it only ever lower-bounds eps. Each
@@ -77,6 +80,7 @@ from bench.certify.audit.power import (
     planned_draws,
 )
 from bench.certify.audit.registry import DEFAULT_COST, AuditOptions, registered_audit
+from bench.certify.audit.releases import Described, Draw, Releases
 from bench.certify.audit.result import (
     AuditResult,
     Progress,
@@ -87,7 +91,6 @@ from bench.certify.audit.result import (
 )
 from bench.certify.audit.thresholds import best_threshold
 from bench.core.device import host_view
-from bench.core.errors import MechanismOutputError
 from bench.core.threads import pinned_threads
 from bench.plugin.notions import Claim
 from bench.plugin.protocols import Mechanism, NoiseModel, Task
@@ -96,6 +99,19 @@ CONTINUOUS_MODALITIES = frozenset({"image", "tabular", "vector"})
 
 # A distinguisher: flattened float releases (m, D) -> (m,) scores, larger under x1.
 Scorer = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Projection:
+    """The distinguisher y -> y . direction (a Scorer), kept as its direction so a described
+    Gaussian release's score can be drawn from its law (releases.Described.projections)."""
+
+    direction: torch.Tensor
+
+    def __call__(self, y: torch.Tensor) -> torch.Tensor:
+        return y @ self.direction
+
+
 SELECT_FRACTION = 16  # selection draws per pair and side: n_draws / 16 (at least MIN_SELECT)
 MIN_SELECT = 50_000  # ... and exactly this many where the threshold comes from fitted normals
 LR_DECIMALS = 9  # the Laplace log-likelihood ratio is rounded here (its atoms stay atoms)
@@ -111,41 +127,6 @@ _generator = audit_generator
 # ----------------------------------------------------------------------------- draws
 
 
-class Releases:
-    """Blocks of releases of single inputs through the mechanism's own `release()`.
-
-    One read-only batch of `block` copies per input serves every block (the last one a
-    prefix of it); `check_unmodified` then demands each batch is unchanged, so a mechanism
-    that writes into its input (a contract violation) is refused rather than audited on
-    corrupted inputs."""
-
-    def __init__(self, mechanism: Mechanism, block: int) -> None:
-        self.mechanism, self.block = mechanism, block
-        self._batches: list[tuple[torch.Tensor, torch.Tensor]] = []
-
-    def source(
-        self, x: torch.Tensor
-    ) -> Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]]:
-        """A function drawing m releases of `x`: (values flattened to (m, D) float,
-        released mask (m,) bool)."""
-        batch = x.expand(self.block, *x.shape).clone()
-        self._batches.append((x, batch))
-        mechanism = self.mechanism
-
-        def draw(m: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-            release = mechanism.release(batch[:m], gen)
-            return release.values.reshape(m, -1).float(), release.released.bool()
-
-        return draw
-
-    def check_unmodified(self) -> None:
-        for x, batch in self._batches:
-            if not torch.equal(batch, x.expand_as(batch)):
-                raise MechanismOutputError(
-                    "release() modified its input in place; the audit needs it unchanged"
-                )
-
-
 def _masked(scores: torch.Tensor, kept: torch.Tensor) -> np.ndarray:
     """float64 scores, -inf where nothing was released (⊥) or the score is not finite:
     still a fixed function of the output, so the test stays valid. (NumPy: on a block's
@@ -157,9 +138,25 @@ def _masked(scores: torch.Tensor, kept: torch.Tensor) -> np.ndarray:
     return s
 
 
+def _scored(
+    draw: Draw, scorers: dict[str, Scorer], m: int, gen: torch.Generator
+) -> dict[str, np.ndarray]:
+    """Every scorer's float64 scores on m releases from `draw`: a lone projection of a
+    described Gaussian release drawn from its law (releases.py), else scored on the drawn
+    releases (-inf where ⊥ or not finite)."""
+    if len(scorers) == 1 and isinstance(draw, Described):
+        ((name, only),) = scorers.items()
+        if isinstance(only, Projection):
+            direct = draw.projections(m, gen, only.direction)
+            if direct is not None:
+                return {name: direct.numpy()}
+    y, kept = draw(m, gen)
+    return {name: _masked(score(y), kept) for name, score in scorers.items()}
+
+
 def score_stream(
     purpose: str,
-    draw: Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]],
+    draw: Draw,
     n: int,
     block: int,
     scorers: dict[str, Scorer],
@@ -167,15 +164,14 @@ def score_stream(
     """n releases, each block reduced to every distinguisher's scores (selection)."""
 
     def scores(m: int, gen: torch.Generator) -> dict[str, np.ndarray]:
-        y, kept = draw(m, gen)
-        return {name: _masked(score(y), kept) for name, score in scorers.items()}
+        return _scored(draw, scorers, m, gen)
 
     return Stream(purpose, n, block, scores)
 
 
 def count_stream(
     purpose: str,
-    draw: Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]],
+    draw: Draw,
     n: int,
     block: int,
     scorer: Scorer,
@@ -186,8 +182,7 @@ def count_stream(
     x0's false positives) or <= it (x1's false negatives): the evaluation keeps counts only."""
 
     def count(m: int, gen: torch.Generator) -> int:
-        y, kept = draw(m, gen)
-        s = _masked(scorer(y), kept)
+        s = _scored(draw, {"s": scorer}, m, gen)["s"]
         return int(np.count_nonzero(s > threshold if above else s <= threshold))
 
     return Stream(purpose, n, block, count)
@@ -195,7 +190,7 @@ def count_stream(
 
 def sum_stream(
     purpose: str,
-    draw: Callable[[int, torch.Generator], tuple[torch.Tensor, torch.Tensor]],
+    draw: Draw,
     n: int,
     block: int,
 ) -> Stream[tuple[torch.Tensor, int]]:
@@ -233,13 +228,15 @@ def release_scores(
     workers: int = 1,
     chunk: int = CHUNK_RELEASES,
     counted: Callable[[int], None] | None = None,
+    described: bool = False,
 ) -> dict[str, np.ndarray]:
     """Each distinguisher's float64 score on n releases of the single input `x`, drawn in
     blocks (generators from `seed` and `purpose` by block index); -inf where ⊥ or not
-    finite. The same numbers for any `workers` and `chunk`."""
+    finite. The same numbers for any `workers` and `chunk`. Through `release()`, or with
+    `described` its checked description where it has one (releases.py)."""
     if block is None:
         block = block_rows(2 * x.numel())
-    releases = Releases(mechanism, block)
+    releases = Releases(mechanism, block, seed, described)
     stream = score_stream(purpose, releases.source(x), n, block, scorers)
     (blocks,) = run_streams([stream], seed, workers=workers, chunk=chunk, counted=counted)
     releases.check_unmodified()
@@ -322,7 +319,7 @@ def distinguishers(
         m0, m1 = means[0], means[1]
         v = m1 - m0
         if torch.count_nonzero(v) > 0:
-            out["projection"] = lambda y: y @ v
+            out["projection"] = Projection(v)
             noise = mechanism.noise()
             if noise is not None and noise.kind != "gaussian":
                 out["likelihood-ratio"] = _noise_ratio(noise, m0, m1)
@@ -428,11 +425,14 @@ def audit_pairs_for(
 # ---------------------------------------------------------------------------- sizing
 
 
-def _cost_per_draw(mechanism: Mechanism, x: torch.Tensor, release_dim: int) -> int:
+def _cost_per_draw(
+    mechanism: Mechanism, x: torch.Tensor, release_dim: int, described: bool = False
+) -> int:
     """Deterministic cost units of one release: input and release coordinates (a Laplace
-    one counted LAPLACE_UNITS times) plus the encoder's weights (a proxy for its
-    multiply-adds)."""
-    encoder = mechanism.encoder()
+    one counted LAPLACE_UNITS times) plus, for a release through `release()`, the encoder's
+    weights (a proxy for its multiply-adds); a `described` release (releases.py) passes
+    through no encoder."""
+    encoder = None if described else mechanism.encoder()
     weights = sum(p.numel() for p in encoder.parameters()) if encoder is not None else 0
     noise = mechanism.noise()
     per_value = LAPLACE_UNITS if noise is not None and noise.kind == "laplace" else 1
@@ -464,18 +464,20 @@ def plan_audit(
     target_power: float,
     alpha: float,
     fitted: bool = False,
+    described: bool = False,
 ) -> AuditPlan:
     """Evaluation draws per side: `n_draws` if given, else planned from the claim and capped
     so the whole audit (selection on every pair, twice as much without an encoder, plus
     the evaluation) stays within `max_cost` units; `fitted`: selection is MIN_SELECT draws
-    per pair and side (selection_size), else a SELECT_FRACTION of the evaluation's."""
+    per pair and side (selection_size), else a SELECT_FRACTION of the evaluation's;
+    `described`: the releases skip the encoder (_cost_per_draw)."""
     eps, delta = claim.eps, claim.delta
     noise = mechanism.noise()
     kind = noise.kind if noise is not None else None
     k = _loss_coordinates(mechanism, pairs) if kind == "laplace" else 1
     if n_draws is not None:
         return plan_at(kind, eps, delta, n_draws, ratio=ratio, alpha=alpha, coordinates=k)
-    per_draw = _cost_per_draw(mechanism, pairs[0].x0, release_dim)
+    per_draw = _cost_per_draw(mechanism, pairs[0].x0, release_dim, described)
     sides = 2 * len(pairs) * (1 if mechanism.encoder() is not None else 2)
     if fitted:
         cap = int((max_cost / per_draw - sides * MIN_SELECT) / 2)
@@ -713,6 +715,8 @@ def _audit_inputs(
     noise = mechanism.noise()
     wanted = [_needs_direction(mechanism, pair, release_dim) for pair in pairs]
     fitted = noise is not None and noise.kind == "gaussian" and not any(wanted)
+    releases = Releases(mechanism, block_rows(pairs[0].x0.numel() + release_dim), seed, True)
+    described = releases.describes(pairs[0].x0)
     plan = plan_audit(
         mechanism,
         claim,
@@ -724,6 +728,7 @@ def _audit_inputs(
         target_power=options.target_power,
         alpha=alpha,
         fitted=fitted and options.n_select is None,
+        described=described,
     )
     n_eval = plan.n_draws
     n_sel = selection_size(n_eval, options.n_select, fitted)
@@ -738,7 +743,6 @@ def _audit_inputs(
         "workers": options.workers,
     }
 
-    releases = Releases(mechanism, block_rows(pairs[0].x0.numel() + release_dim))
     total = 2 * n_sel * (len(pairs) + sum(wanted)) + 2 * n_eval
     draw_options = {
         "workers": options.workers,
@@ -762,6 +766,7 @@ def _audit_inputs(
             eps_lb=0.0,
             reason="no pair gives the distinguishers any signal",
             releases=2 * n_sel * sum(wanted),
+            release_path=releases.path(),
             **power_fields,
         )
 
@@ -783,6 +788,7 @@ def _audit_inputs(
         eps_gdp=gdp_eps(mu, delta),
         seconds=time.perf_counter() - start,
         releases=drawn,
+        release_path=releases.path(),
         **pair_power_fields(mechanism, claim, pair, n_eval, alpha),
         **power_fields,
     )

@@ -84,6 +84,9 @@ class AuditResult:
     seconds: float = 0.0
     releases: int = 0  # releases drawn in all (direction, selection and evaluation)
     workers: int = 1  # threads that drew them (no number depends on it)
+    # Where the releases came from: "release()", or "encoder output + declared noise" once
+    # that sum was checked against release() on each input (releases.py); "" if none drawn.
+    release_path: str = ""
     reason: str = ""
 
     def verdict(self) -> str:
@@ -104,6 +107,7 @@ class AuditResult:
                 f"; the pair reaches {self.pair_reach:.0%} of the claim's worst case (bound "
                 f"on it with the declared noise {self.eps_ideal_pair:.3g})"
             )
+        path = f", drawn as {self.release_path}" if self.release_path else ""
         rate = ""
         if self.releases and self.seconds > 0:
             rate = f" ({self.releases:,} releases, {self.releases / self.seconds:,.0f}/s)"
@@ -115,7 +119,7 @@ class AuditResult:
             f"{self.power:.0%} against {self.ratio:g}x the claim, bound on a mechanism at "
             f"the claim {self.eps_ideal:.3g}{reach}, perfect-test ceiling "
             f"{self.eps_detectable:.3g}; GDP diagnostic mu {self.mu_gdp:.3g}{gdp}; "
-            f"{self.seconds:.1f} s{rate}"
+            f"{self.seconds:.1f} s{rate}{path}"
         )
 
     def to_dict(self) -> dict[str, Any]:
