@@ -1,6 +1,7 @@
 """Whether a leaderboard row's privacy audit could have refuted its claim: its power (the
 chance of refuting a mechanism at 1.25x the claimed eps at the draws it used), from what
-the row stores, and the "inconclusive" label for an audit below the stated level.
+the row stores, the "inconclusive" label for an audit below the stated level, and the
+"untestable" one for a claim no audit bench plans could refute (more draws would not help).
 
 Only the input-space audit (notions ip and ldp, bench.certify.audit.core) is judged here;
 its power follows from the row alone where:
@@ -71,6 +72,8 @@ def inconclusive(row: dict[str, Any], level: float = POWER_LEVEL) -> str | None:
     lb, eps = metrics.get("eps_audit_lb"), (row.get("guarantee") or {}).get("eps")
     if lb is None or (isinstance(eps, int | float) and lb["value"] > eps):
         return None
+    if untestable(row) is not None:
+        return None
     power = audit_power(row)
     if power is None or power >= level:
         return None
@@ -88,9 +91,36 @@ def _not_audited_reason(guarantee: dict[str, Any]) -> str:
     return "this suite ran no audit of the claim"
 
 
+@cache
+def _testable_ceiling(delta: float) -> float:
+    """The largest eps any input-pair audit bench plans could show: a perfect test's bound
+    at the top of the draw ladder (power.LADDER), 10M draws a side."""
+    from bench.certify.audit.power import LADDER
+
+    return _ceiling(LADDER[-1], delta)
+
+
+def untestable(row: dict[str, Any]) -> str | None:
+    """ "untestable: ..." when the row's input-pair audit passed on a claim above what a
+    perfect test could show at the largest audit bench plans (`_testable_ceiling`): no
+    number of draws bench would spend could refute it, so low power there is not a
+    shortfall of the audit but a claim too weak to test; else None."""
+    claim = Claim.from_row(row.get("guarantee")) if _known(row) else None
+    if claim is None or not claim.spec.input_pair_audit or claim.eps is None:
+        return None
+    ceiling = _testable_ceiling(claim.delta)
+    if claim.eps < ceiling:
+        return None
+    return (
+        f"untestable: eps {claim.eps:.4g} is above {ceiling:.3g}, the most a perfect test "
+        "shows at 10M draws a side"
+    )
+
+
 def audit_verdict(row: dict[str, Any] | None) -> dict[str, str]:
     """The privacy audit's verdict on a setting's claim, read off its utility row: `kind` is
-    "refuted" (the audit's 95% lower bound on eps above the claimed eps), "inconclusive"
+    "refuted" (the audit's 95% lower bound on eps above the claimed eps), "untestable" (a
+    claim above what any audit bench plans could show: `untestable`), "inconclusive"
     (passed with power below POWER_LEVEL, or no testable pair), "consistent" (passed, with
     its power where the row determines it) or "not audited" (`why` says why); `text` says
     it in a few words. A family's own audit (PTR's per-step test, the label-only keep rate)
@@ -105,6 +135,9 @@ def audit_verdict(row: dict[str, Any] | None) -> dict[str, str]:
     claimed = isinstance(eps, int | float) and not isinstance(eps, bool)
     if claimed and bound > eps:
         return {"kind": "refuted", "text": f"refuted: lb {bound:.3g} > claim {eps:g}"}
+    weak = untestable(row)
+    if weak is not None:
+        return {"kind": "untestable", "text": weak}
     draws = metrics.get("audit_draws")
     if draws is not None and int(draws["value"]) == 0:
         return {"kind": "inconclusive", "text": "inconclusive: no testable pair (0 draws)"}

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bench.certify.audit.power import plan_at
-from bench.report.board.audit_power import POWER_LEVEL, audit_power, inconclusive
+from bench.report.board.audit_power import POWER_LEVEL, audit_power, audit_verdict, inconclusive
 from bench.report.board.overview import _audit_power
 
 
@@ -55,10 +55,23 @@ def test_a_refuted_claim_is_conclusive() -> None:
 
 
 def test_a_pure_claim_beyond_any_test_at_these_draws_has_no_power() -> None:
-    """eps 1000 with delta 0: no audit of 200,000 draws can show a bound near it."""
-    row = _row(1000.0, None, 200_000, 10.9, notion="ldp")
+    """eps 13 with delta 0: no audit of 200,000 draws can show a bound near it (a perfect
+    test's is about 11), though one of 10M draws a side could (about 14.8)."""
+    row = _row(13.0, None, 200_000, 10.9, notion="ldp")
     assert audit_power(row) == 0.0
     assert inconclusive(row) is not None
+    assert audit_verdict(row)["kind"] == "inconclusive"
+
+
+@pytest.mark.parametrize("eps", [15.0, 1000.0])
+def test_a_claim_beyond_any_planned_audit_is_untestable_not_inconclusive(eps: float) -> None:
+    """eps above what a perfect test shows at 10M draws a side: more draws would not help."""
+    row = _row(eps, None, 3_000_000, 10.9, notion="ldp")
+    assert audit_power(row) == 0.0
+    assert inconclusive(row) is None
+    verdict = audit_verdict(row)
+    assert verdict["kind"] == "untestable" and "14.8" in verdict["text"], verdict
+    assert audit_verdict(_row(eps, None, 3_000_000, eps + 1, notion="ldp"))["kind"] == "refuted"
 
 
 def test_a_pure_claim_within_reach_is_left_unlabelled() -> None:
