@@ -111,8 +111,9 @@ def untestable(row: dict[str, Any]) -> str | None:
     ceiling = _testable_ceiling(claim.delta)
     if claim.eps < ceiling:
         return None
+    level = f"{claim.eps:,.0f}" if claim.eps >= 1000 else f"{claim.eps:.4g}"
     return (
-        f"untestable: eps {claim.eps:.4g} is above {ceiling:.3g}, the most a perfect test "
+        f"untestable: eps {level} is above {ceiling:.3g}, the most a perfect test "
         "shows at 10M draws a side"
     )
 
