@@ -101,20 +101,33 @@ def _testable_ceiling(delta: float) -> float:
 
 
 def untestable(row: dict[str, Any]) -> str | None:
-    """ "untestable: ..." when the row's input-pair audit passed on a claim above what a
-    perfect test could show at the largest audit bench plans (`_testable_ceiling`): no
-    number of draws bench would spend could refute it, so low power there is not a
-    shortfall of the audit but a claim too weak to test; else None."""
+    """ "untestable: ..." when the row's input-pair claim is beyond the largest audit bench
+    plans (power.LADDER's top, 10M draws a side): for delta > 0, that audit's power against
+    1.25x the claim is below POWER_LEVEL; for delta = 0, the claim's eps is above even a
+    perfect test's bound at that size. Low power there is not a shortfall of the board's
+    audit, which more draws would fix, but a claim too weak for any audit bench runs to
+    refute; else None."""
+    from bench.certify.audit.power import LADDER
+
     claim = Claim.from_row(row.get("guarantee")) if _known(row) else None
-    if claim is None or not claim.spec.input_pair_audit or claim.eps is None:
+    if claim is None or not claim.spec.input_pair_audit or claim.eps is None or claim.eps <= 0:
         return None
-    ceiling = _testable_ceiling(claim.delta)
-    if claim.eps < ceiling:
+    eps, delta, most = float(claim.eps), claim.delta, LADDER[-1]
+    level = f"{eps:,.0f}" if eps >= 1000 else f"{eps:.4g}"
+    if delta > 0:
+        power = _gaussian_power(eps, delta, most)
+        if power >= POWER_LEVEL:
+            return None
+        return (
+            f"untestable: even 10M draws a side, the largest audit bench plans, refute "
+            f"{RATIO:g}x eps {level} with power {power:.0%} < {POWER_LEVEL:.0%}"
+        )
+    ceiling = _testable_ceiling(delta)
+    if eps < ceiling:
         return None
-    level = f"{claim.eps:,.0f}" if claim.eps >= 1000 else f"{claim.eps:.4g}"
     return (
-        f"untestable: eps {level} is above {ceiling:.3g}, the most a perfect test "
-        "shows at 10M draws a side"
+        f"untestable: eps {level} is above {ceiling:.3g}, the most a perfect test shows at "
+        "10M draws a side"
     )
 
 

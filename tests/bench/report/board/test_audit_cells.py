@@ -74,6 +74,17 @@ def test_a_claim_beyond_any_planned_audit_is_untestable_not_inconclusive(eps: fl
     assert audit_verdict(_row(eps, None, 3_000_000, eps + 1, notion="ldp"))["kind"] == "refuted"
 
 
+def test_an_approximate_claim_beyond_the_largest_planned_audit_is_untestable() -> None:
+    """(8.8, 1e-5) at 10M draws a side, the ladder's top (track-fmnist's dp-encoder at
+    1/dFIL = 0.01): power 0% against 1.25x the claim, and no planned audit is larger."""
+    row = _row(8.81681, 1e-5, 10_000_000, 6.15, notion="ldp")
+    assert audit_power(row) < 0.01
+    verdict = audit_verdict(row)
+    assert verdict["kind"] == "untestable" and "power 0% < 80%" in verdict["text"], verdict
+    assert audit_verdict(_row(4.0, 1e-5, 10_000_000, 3.5, notion="ldp"))["kind"] == "consistent"
+    assert audit_verdict(_row(4.0, 1e-5, 200_000, 3.0, notion="ldp"))["kind"] == "inconclusive"
+
+
 def test_a_pure_claim_within_reach_is_left_unlabelled() -> None:
     """eps 2 with delta 0: the power depends on the noise's spread, not on the row."""
     assert audit_power(_row(2.0, 0.0, 50_000, 0.2)) is None
