@@ -276,14 +276,17 @@ def _one_thread_in_subprocesses(monkeypatch) -> None:
 @pytest.mark.slow
 def test_cli_validate_passes_a_correct_mechanism(workdir: Path) -> None:
     """Every check passes; at 20,000 draws the audit cannot refute 1.25x the claim (power
-    0%), so the verdict is INCONCLUSIVE with exit 3 (0 with --allow-inconclusive)."""
-    proc = _validate(workdir, "gauss-input", "--draws", "20000")
+    0%), so the verdict is INCONCLUSIVE with exit 3 (0 with --allow-inconclusive).
+    ldp-image: Laplace noise on every pixel, whose releases are drawn whole, so its audit
+    draws for several seconds and gets a timed estimate (a Gaussian audit's projections,
+    drawn from their law, finish before the first estimate is due)."""
+    proc = _validate(workdir, "ldp-image", "--draws", "20000")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "validate: INCONCLUSIVE" in proc.stdout and "FAIL " not in proc.stdout
     assert "power 0% < 80%" in proc.stdout
     assert "audit: eps_lb" in proc.stdout and "check_privacy_audit" in proc.stdout
     # While it draws, stderr (not a terminal here: no bar) estimates the audit's time.
-    planned = 2 * 50_000 * 3 + 2 * 20_000  # 3 pairs' selection (at least 50,000) + evaluation
+    planned = 2 * 50_000 * 4 + 2 * 20_000  # 4 pairs' selection (at least 50,000) + evaluation
     assert f"audit: {planned:,} releases planned, about " in proc.stderr
     assert "planned" not in proc.stdout
 
