@@ -91,15 +91,6 @@ def _not_audited_reason(guarantee: dict[str, Any]) -> str:
     return "this suite ran no audit of the claim"
 
 
-@cache
-def _testable_ceiling(delta: float) -> float:
-    """The largest eps any input-pair audit bench plans could show: a perfect test's bound
-    at the top of the draw ladder (power.LADDER), 10M draws a side."""
-    from bench.certify.audit.power import LADDER
-
-    return _ceiling(LADDER[-1], delta)
-
-
 def untestable(row: dict[str, Any]) -> str | None:
     """ "untestable: ..." when the row's input-pair claim is beyond the largest audit bench
     plans (power.LADDER's top, 10M draws a side): for delta > 0, that audit's power against
@@ -114,20 +105,20 @@ def untestable(row: dict[str, Any]) -> str | None:
         return None
     eps, delta, most = float(claim.eps), claim.delta, LADDER[-1]
     level = f"{eps:,.0f}" if eps >= 1000 else f"{eps:.4g}"
+    size = f"{most / 1e6:g}M draws a side"
     if delta > 0:
         power = _gaussian_power(eps, delta, most)
         if power >= POWER_LEVEL:
             return None
         return (
-            f"untestable: even 10M draws a side, the largest audit bench plans, refute "
+            f"untestable: even {size}, the largest audit bench plans, refute "
             f"{RATIO:g}x eps {level} with power {power:.0%} < {POWER_LEVEL:.0%}"
         )
-    ceiling = _testable_ceiling(delta)
+    ceiling = _ceiling(most, delta)  # a perfect test's bound at the largest planned audit
     if eps < ceiling:
         return None
     return (
-        f"untestable: eps {level} is above {ceiling:.3g}, the most a perfect test shows at "
-        "10M draws a side"
+        f"untestable: eps {level} is above {ceiling:.3g}, the most a perfect test shows at {size}"
     )
 
 
