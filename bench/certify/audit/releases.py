@@ -13,7 +13,8 @@ that input through `release()` and the same rows drawn as Enc(x) + noise from a 
 the same state must agree to within `CHECK_TOLERANCE` of the noise scale on every
 coordinate, with every row released. A release that adds no noise, other noise, noise of
 another scale, noise drawn in another order, a ⊥ or any input-dependent step beyond the
-encoder fails the check, and that input's releases all go through `release()`. What the
+encoder fails the check, and that input's releases all go through `release()`; so does an
+input whose encoder output is not finite (no tolerance is meaningful around it). What the
 check cannot see is a departure on a fraction of draws far below 1 / CHECK_ROWS that leaves
 the shared noise draws in place; the audit then measures the described mechanism, which the
 white-box attacks assume too (`encoder()`, `noise()`), and the plug-in contract
@@ -88,23 +89,34 @@ class Releases:
     one a prefix of it); `check_unmodified` then demands each batch is unchanged, so a
     mechanism that writes into its input (a contract violation) is refused rather than
     audited on corrupted inputs. With `described`, each input first gets the check of the
-    module docstring; `paths` records which source every input got, in order."""
+    module docstring, once per input (the same tensor object asks again for free: selection,
+    directions and evaluation draw from the same few inputs); `paths` records which source
+    every input got, in order."""
 
     def __init__(self, mechanism: Mechanism, block: int, seed: int, described: bool) -> None:
         self.mechanism, self.block, self.seed = mechanism, block, seed
         self.described = described and described_form(mechanism)
         self._batches: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._checked: dict[int, tuple[torch.Tensor, Described | None]] = {}
         self.paths: list[str] = []
 
     def source(self, x: torch.Tensor) -> Draw:
         """A function drawing m releases of `x` (module docstring: which ones)."""
-        described = self._described(x) if self.described else None
+        described = self._checked_description(x) if self.described else None
         self.paths.append(PATH_RELEASE if described is None else PATH_DESCRIBED)
         return described or self._through_release(x, self.block)
 
     def describes(self, x: torch.Tensor) -> bool:
         """Whether the releases of `x` would be drawn from the checked description."""
-        return self.described and self._described(x) is not None
+        return self.described and self._checked_description(x) is not None
+
+    def _checked_description(self, x: torch.Tensor) -> Described | None:
+        """`_described(x)`, computed once per input tensor (keyed by identity, the tensor
+        kept alive beside its entry so its id cannot be reused)."""
+        hit = self._checked.get(id(x))
+        if hit is None or hit[0] is not x:
+            hit = self._checked[id(x)] = (x, self._described(x))
+        return hit[1]
 
     def _through_release(self, x: torch.Tensor, rows: int) -> Draw:
         """Releases of `x` by `release()` on prefixes of one read-only batch of `rows` copies."""
@@ -126,6 +138,8 @@ class Releases:
             with torch.no_grad():
                 mean = encoder(x.unsqueeze(0)).float()
         except Exception:  # an encoder that does not take the raw input (e.g. token ids)
+            return None
+        if not bool(torch.isfinite(mean).all()):  # inf would make the slack below infinite
             return None
         draw, peak = Described(mean, noise), float(mean.abs().max()) if mean.numel() else 0.0
         rows = min(CHECK_ROWS, self.block)

@@ -140,3 +140,63 @@ def test_the_described_audit_gives_the_same_numbers_for_any_worker_count() -> No
     two = audit_mechanism(LinearGauss(), VECTOR, 1, n_draws=40_000, workers=2, chunk=3000)
     fields = ("eps_lb", "fpr", "fnr", "threshold", "pair", "statistic")
     assert [getattr(one, f) for f in fields] == [getattr(two, f) for f in fields]
+
+
+class Overflowing(nn.Module):
+    """The linear encoder with a 1e40 gain: every output overflows float32 to +-inf."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x) * 1e20 * 1e20
+
+
+class Saturating(LinearGauss):
+    """An encoder whose output overflows to inf, and a release that clips it to +-1 before
+    its noise: the description (inf + noise) is not the release, and an infinite Enc(x) must
+    not make the check's tolerance infinite (which would pass any release)."""
+
+    name = "test-saturating"
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self.enc = Overflowing(self.enc)
+
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        with torch.no_grad():
+            e = self.enc(x).clamp(-1.0, 1.0)
+        return Release.all_released(e + self._noise.sample(e.shape, generator))
+
+
+def test_an_encoder_output_that_is_not_finite_goes_through_release() -> None:
+    mech = Saturating()
+    with torch.no_grad():
+        assert torch.isinf(mech.enc(X.unsqueeze(0))).all()
+    releases = Releases(mech, 500, seed=0, described=True)
+    assert not releases.describes(X)
+    values, _ = releases.source(X)(50, torch.Generator().manual_seed(7))
+    assert releases.paths == [PATH_RELEASE] and torch.isfinite(values).all()
+
+
+class Counting(LinearGauss):
+    """LinearGauss counting the rows its release() is asked for."""
+
+    name = "test-counting"
+    rows = 0
+
+    def release(self, x: torch.Tensor, generator: torch.Generator) -> Release:
+        self.rows += len(x)
+        return super().release(x, generator)
+
+
+def test_each_input_is_checked_once_however_often_its_releases_are_asked_for() -> None:
+    mech, other = Counting(), X.clone() + 0.1
+    releases = Releases(mech, 500, seed=0, described=True)
+    assert releases.describes(X) and releases.describes(X)
+    for _ in range(3):
+        releases.source(X)
+    assert mech.rows == 256  # one check of X, never repeated
+    releases.source(other)
+    assert mech.rows == 512 and releases.paths == [PATH_DESCRIBED] * 4
