@@ -1,13 +1,16 @@
-"""`bench evaluate`: a plug-in mechanism installed by entry point only is ranked on a track
-beside the track's committed rows, which are reused and never re-run; a stale committed
-board is refused in one line."""
+"""`bench evaluate`: a plug-in mechanism installed by entry point only (docs/submitting.md's
+example package, built from the page, run with the page's own `bench evaluate` command on a
+tiny track) is ranked on a track beside the track's committed rows, which are reused and
+never re-run; a stale committed board is refused in one line."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from tests.conftest import ROOT, run_cli
+from tests.docs import doc_script
 
 PLUGINS = ROOT / "tests" / "plugins"
 TRACK = """
@@ -52,23 +55,38 @@ def _track(tmp_path: Path) -> tuple[Path, Path]:
     return suite, boards
 
 
-def test_a_plugin_is_ranked_among_the_committed_track_rows(tmp_path: Path) -> None:
+def _page_command() -> list[str]:
+    """The arguments of docs/submitting.md's `bench evaluate` command (after `bench`)."""
+    page = (ROOT / "docs" / "submitting.md").read_text()
+    lines = [line for line in page.splitlines() if line.startswith("bench evaluate pooled-gauss")]
+    assert len(lines) == 1, lines
+    return shlex.split(lines[0])[1:]
+
+
+def test_the_pages_plugin_is_ranked_among_the_committed_track_rows(tmp_path: Path) -> None:
     suite, boards = _track(tmp_path)
     committed = json.loads((boards / "track-tiny" / "leaderboard.json").read_text())["rows"]
-    args = ("evaluate", "test-half-noise", "--track", str(suite), "--boards", str(boards))
+    package = doc_script("submitting_outputs").build_package(
+        (ROOT / "docs" / "submitting.md").read_text(), tmp_path
+    )
+    command = _page_command()
+    command[command.index("--track") + 1] = str(suite)  # the tiny track in the page's place
+    grid = command[command.index("--grid") + 1]
     done = run_cli(
-        *args, "--grid", "eps=1,4", "--store", "mine.sqlite", "--out", "mine", "--no-progress",
-        cwd=tmp_path, extra_path=(PLUGINS,), check=True,
+        *command, "--boards", str(boards), "--store", "mine.sqlite", "--out", "mine",
+        "--no-progress", cwd=tmp_path, extra_path=(package,), check=True,
     )  # fmt: skip
-    # Only the plug-in's jobs ran: 2 settings x (utility + 2 attacks) at 1 seed; the
+    # Only the plug-in's jobs ran: each setting x (utility + 2 attacks) at 1 seed; the
     # committed rows came from the board.
-    assert "6 jobs run, 0 already stored, 6 selected" in done.stdout
+    eps = sorted(float(v) for v in grid.removeprefix("eps=").split(","))
+    jobs = 3 * len(eps)
+    assert f"{jobs} jobs run, 0 already stored, {jobs} selected" in done.stdout
     assert f"{len(committed)} committed rows reused" in done.stdout
     rows = json.loads((tmp_path / "mine" / "leaderboard.json").read_text())["rows"]
-    mine = [r for r in rows if r["mechanism"] == "test-half-noise"]
-    assert sorted({r["params"]["eps"] for r in mine}) == [1.0, 4.0]
+    mine = [r for r in rows if r["mechanism"] == "pooled-gauss"]
+    assert sorted({r["params"]["eps"] for r in mine}) == eps
     assert {r["attack"] for r in mine} >= {None, "optimization", "map"}
-    theirs = [r for r in rows if r["mechanism"] != "test-half-noise"]
+    theirs = [r for r in rows if r["mechanism"] != "pooled-gauss"]
     assert [r["metrics"] for r in theirs] == [r["metrics"] for r in committed]
     assert (tmp_path / "mine" / "index.html").is_file()
     assert "ranked among the track" in done.stdout
