@@ -615,7 +615,7 @@ def evaluate(
     grid: dict | None = None,
     store_path: Path = DEFAULT_STORE,
     out_dir: Path | None = None,
-    boards: Path = Path("leaderboards"),
+    boards: Path | None = None,
     executor: str | Executor = "local",
     workers: int = 1,
     address: str | None = None,
@@ -629,7 +629,10 @@ def evaluate(
     today's code (bench.run.evaluate). `mechanism` is a registered name or `module:Class`;
     `params` its fixed parameters and `grid` sweeps of others, as in a suite file. The
     board goes to `out_dir` (default: .bench/boards/<track>+<mechanism> beside the store),
-    never into the committed boards unless `out_dir` names them."""
+    never into the committed boards unless `out_dir` names them. The committed boards are
+    read from `boards`, else found as `bench status` finds them (bench.core.places: the
+    checkout's leaderboards/, else the copy installed with the package)."""
+    from bench.core.places import boards_root
     from bench.run.evaluate import current_track, ranked_board, submission_jobs, submission_suite
     from bench.run.executors import make_executor
     from bench.run.publish import page_of, summary_lines
@@ -638,7 +641,8 @@ def evaluate(
     from bench.suite.read import read_suite
 
     check_store_path(store_path)
-    entry = current_track(track, boards)
+    committed = boards_root(boards)
+    entry = current_track(track, committed.path)
     suite = submission_suite(read_suite(track), mechanism, params or {}, grid or {})
     jobs = submission_jobs(entry, suite)
     slug = "".join(c if c.isalnum() or c in "-_." else "-" for c in mechanism)
@@ -667,5 +671,5 @@ def evaluate(
     finally:
         db.close()
     mine = [line for line in summary_lines(paths[0], entry.suite) if mechanism in line]
-    lines = [counts, *mine, f"ranked among the track: {page_of(paths[0])}"]
+    lines = [counts, *mine, f"ranked among the track: {page_of(paths[0])}", committed.line()]
     return EvaluateOutcome(entry.suite.name, mechanism, summary, paths, lines)

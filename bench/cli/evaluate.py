@@ -30,9 +30,13 @@ def evaluate(
     out: Annotated[
         Path | None, typer.Option(help="Board directory [.bench/boards/TRACK+MECHANISM].")
     ] = None,
-    boards: Annotated[Path, typer.Option(help="Where the committed track boards live.")] = Path(
-        "leaderboards"
-    ),
+    boards: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the committed track boards live [the checkout's leaderboards/, else "
+            "the boards installed with bench]."
+        ),
+    ] = None,
     jobs: JobsOpt = 1,
     progress: ProgressOpt = True,
 ) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.core.errors import ConfigError
 from bench.report.board.load import load_leaderboard
-from bench.report.tools.status import CURRENT, board_status
+from bench.report.tools.status import CURRENT, NO_BOARD, board_status
 from bench.run.job import Job
 from bench.run.plan import expand
 from bench.run.publish import code_version_of, leaderboard_rows, task_utility_metrics
@@ -52,12 +52,16 @@ def current_track(track: str, boards: Path) -> TrackEntry:
     jobs = expand(suite)
     board = boards / suite.name
     status = board_status(suite.name, suite.version, code_version_of(jobs), board)
-    if status.state != CURRENT:
-        why = "; ".join(status.reasons) or f"no committed board under {boards}"
+    if status.state == NO_BOARD:
         raise ConfigError(
-            f"the committed {suite.name} board is {status.state} ({why}): its rows cannot be "
-            f"ranked beside today's code; run `bench run --suite {suite.name}` and publish it, "
-            "or pass --boards with a current board"
+            f"no committed {suite.name} board under {boards}: pass --boards with the directory "
+            f"of the committed boards, or run `bench run --suite {suite.name}` and publish it"
+        )
+    if status.state != CURRENT:
+        raise ConfigError(
+            f"the committed {suite.name} board is {status.state} ({'; '.join(status.reasons)}):"
+            f" its rows cannot be ranked beside today's code; run `bench run --suite "
+            f"{suite.name}` and publish it, or pass --boards with a current board"
         )
     rows = load_leaderboard(board / "leaderboard.json")["rows"]
     check_board_seeds(suite, rows)
