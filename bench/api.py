@@ -633,7 +633,13 @@ def evaluate(
     read from `boards`, else found as `bench status` finds them (bench.core.places: the
     checkout's leaderboards/, else the copy installed with the package)."""
     from bench.core.places import boards_root
-    from bench.run.evaluate import current_track, ranked_board, submission_jobs, submission_suite
+    from bench.run.evaluate import (
+        current_track,
+        ranked_board,
+        standing_lines,
+        submission_jobs,
+        submission_suite,
+    )
     from bench.run.executors import make_executor
     from bench.run.publish import page_of, summary_lines
     from bench.run.runner import lease_timeout_s
@@ -671,5 +677,13 @@ def evaluate(
     finally:
         db.close()
     mine = [line for line in summary_lines(paths[0], entry.suite) if mechanism in line]
-    lines = [counts, *mine, f"ranked among the track: {page_of(paths[0])}", committed.line()]
+    standings = standing_lines(paths[0], entry.suite, jobs)
+    lines = [
+        counts,
+        *mine,
+        "where each setting ranks (by utility, in the strictest privacy band it reaches):",
+        *standings,
+        f"ranked among the track: {page_of(paths[0])}",
+        committed.line(),
+    ]
     return EvaluateOutcome(entry.suite.name, mechanism, summary, paths, lines)

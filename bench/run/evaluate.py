@@ -129,4 +129,34 @@ def ranked_board(
         code_version=code_version_of([*track.jobs, *jobs]),
         generated_at=generated_at,
         utility_metrics=task_utility_metrics(track.suite),
+        kind=track.suite.kind,  # a track's page: bands, ranks and the audit column
     )
+
+
+def standing_lines(board_json: Path, track: Suite, jobs: list[Job]) -> list[str]:
+    """Each submitted setting's place on the track's board: its rank by utility in the
+    strictest privacy band it reaches, among every ranked setting there, or why it is not
+    ranked (bench.report.board.ranking.standing), one line per setting and task."""
+    import json
+
+    from bench.report.board.overview import task_overview
+    from bench.report.board.ranking import attack_bands, standing
+
+    rows = json.loads(board_json.read_text())["rows"]
+    submitted = {job.mechanism for job in jobs}
+    utility = task_utility_metrics(track)
+    out = []
+    for task in dict.fromkeys(row["task"] for row in rows):
+        view = task_overview([r for r in rows if r["task"] == task], utility.get(task))
+        bands = attack_bands(view["score"], view["prior"], view["score_words"])
+        bands = bands if view["has_attacks"] else []
+        for line in view["lines"]:
+            if line["mechanism"] in submitted:
+                name = (
+                    f"{line['mechanism']}({line['setting']})"
+                    if line["setting"]
+                    else line["mechanism"]
+                )
+                where = standing(line, bands, view["lines"], view["floor"])
+                out.append(f"  {name} on {task}: {where}")
+    return out

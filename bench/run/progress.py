@@ -234,7 +234,7 @@ class RunProgress:
         if terminal:
             self._start_bar(console)
         else:
-            first = f"{self.total} jobs to run, eta {self._eta_text()} (from committed boards)"
+            first = f"{self.total} jobs to run, {self._first_estimate()}"
             self._line(first, head=False)
             self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
             self._ticker.start()
@@ -325,6 +325,13 @@ class RunProgress:
             self._bar.update(self._task, advance=n, description=self.status)
         elif self.enabled:
             self._line(what)
+
+    def _first_estimate(self) -> str:
+        """The opening line's estimate: from committed timings, or said to be unknown (a
+        plug-in's jobs, or kinds no committed board has timed) until a job finishes."""
+        if self.eta.remaining() is None:
+            return "eta unknown until the first job finishes (no committed timing for them)"
+        return f"eta {self._eta_text()} (from committed boards)"
 
     def _eta_text(self) -> str:
         left = self.eta.remaining()

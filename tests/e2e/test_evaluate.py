@@ -82,14 +82,23 @@ def test_the_pages_plugin_is_ranked_among_the_committed_track_rows(tmp_path: Pat
     jobs = 3 * len(eps)
     assert f"{jobs} jobs run, 0 already stored, {jobs} selected" in done.stdout
     assert f"{len(committed)} committed rows reused" in done.stdout
-    rows = json.loads((tmp_path / "mine" / "leaderboard.json").read_text())["rows"]
+    board = json.loads((tmp_path / "mine" / "leaderboard.json").read_text())
+    assert board["kind"] == "track"  # rendered as the track's page, with ranks
+    rows = board["rows"]
     mine = [r for r in rows if r["mechanism"] == "pooled-gauss"]
     assert sorted({r["params"]["eps"] for r in mine}) == eps
     assert {r["attack"] for r in mine} >= {None, "optimization", "map"}
     theirs = [r for r in rows if r["mechanism"] != "pooled-gauss"]
     assert [r["metrics"] for r in theirs] == [r["metrics"] for r in committed]
-    assert (tmp_path / "mine" / "index.html").is_file()
+    assert (
+        '<span class="kind-badge kind-track">Track</span>'
+        in (tmp_path / "mine" / "index.html").read_text()
+    )
     assert "ranked among the track" in done.stdout
+    # Where each submitted setting ranks (or why it is not), one line each.
+    standings = [line for line in done.stdout.splitlines() if " on fmnist: " in line]
+    assert len(standings) == len(eps), done.stdout
+    assert all(("rank " in line and " of " in line) or "not ranked: " in line for line in standings)
 
 
 def test_a_stale_committed_track_board_is_refused(tmp_path: Path) -> None:

@@ -375,6 +375,29 @@ def rank_band(
     }
 
 
+def standing(
+    line: dict[str, Any], bands: list[Band], lines: list[dict[str, Any]], floor: float | None
+) -> str:
+    """Where one setting stands among a task's settings (`lines`): its rank by utility in the
+    strictest of the nested `bands` that admits it, with the number ranked there and whether
+    its utility CI overlaps the leader's; or why it is not ranked at all. What a submitter
+    asks of a track first, whether or not the setting leads a band (the page shows only
+    the first RANKED_PER_BAND of each)."""
+    why = why_not_ranked(line, floor)
+    if why:
+        return f"not ranked: {why}"
+    band = next((b for b in bands if b.admits(line)), None)
+    if band is None:
+        return "ranked in no band: its strongest attack is above every band's level"
+    inside = [other for other in lines if ranked(other, floor) and band.admits(other)]
+    inside.sort(key=lambda other: -float(utility_of(other)["value"]))  # type: ignore[index]
+    value = float(utility_of(line)["value"])  # type: ignore[index]
+    rank = 1 + sum(float(utility_of(o)["value"]) > value for o in inside)  # type: ignore[index]
+    tied = rank > 1 and _overlaps(utility_of(line), utility_of(inside[0]))  # type: ignore[arg-type]
+    where = f"{band.label} ({band.anchor})" if band.anchor else band.label
+    return f"rank {rank} of {len(inside)} at {where}" + (", tied with the leader" if tied else "")
+
+
 def claim_view(lines: list[dict[str, Any]], floor: float | None = None) -> list[dict[str, Any]]:
     """The ranking by claimed guarantee: per comparable group, its words, its ranked level
     bands, and every setting of the group that is not ranked with the reason (a refuted or

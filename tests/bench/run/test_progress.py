@@ -113,6 +113,17 @@ def test_piped_output_gets_a_line_per_finished_job_and_one_when_quiet() -> None:
     assert lines[-1].startswith("[3/3] ") and "eta 0:00" in lines[-1]
 
 
+def test_jobs_no_committed_board_has_timed_open_with_an_unknown_estimate() -> None:
+    out = io.StringIO()
+    with RunProgress(_jobs(2), workers=1, stream=out, terminal=False, seeds={}):
+        pass
+    first = out.getvalue().splitlines()[0]
+    assert (
+        first
+        == "2 jobs to run, eta unknown until the first job finishes (no committed timing for them)"
+    )
+
+
 def test_a_terminal_gets_the_bar_and_a_disabled_display_shows_nothing() -> None:
     jobs = _jobs(2)
     out = io.StringIO()

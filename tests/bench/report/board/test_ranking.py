@@ -20,6 +20,7 @@ from bench.report.board.ranking import (
     claim_bands,
     claim_view,
     ranked_views,
+    standing,
     utility_floor,
 )
 
@@ -74,6 +75,26 @@ def test_settings_are_ranked_by_utility_inside_each_attack_band() -> None:
     by_label = {b["label"]: b for b in bands}
     assert _names(by_label["IP ε ≤ 0.5"]) == [(1, "d", False)]
     assert _names(by_label["IP ε ≤ 2"]) == [(1, "a", False), (2, "b", True)]
+
+
+def test_a_settings_standing_is_its_rank_in_the_strictest_band_it_reaches() -> None:
+    lines = [
+        _line("a", (0.70, 0.68, 0.72), 0.38),
+        _line("b", (0.66, 0.64, 0.69), 0.37),  # CI overlaps a's
+        _line("c", (0.50, 0.48, 0.52), 0.36),  # below a's CI: ranked, not tied
+        _line("d", (0.90, 0.89, 0.91), 0.55),
+        _line("e", (0.95, 0.94, 0.96), 0.99),  # above every band
+        {**_line("f", (0.99, 0.98, 1.0), 0.20), "at_chance": True},
+    ]
+    bands = attack_bands("ssim", 0.18, "SSIM")
+    where = {line["mechanism"]: standing(line, bands, lines, None) for line in lines}
+    # Three settings reach SSIM <= 0.385; d only the 0.59 band, where a, b and c rank too.
+    assert where["a"] == "rank 1 of 3 at attack SSIM ≤ 0.385 (25% of the way to exact)"
+    assert where["b"].startswith("rank 2 of 3 at attack SSIM ≤ 0.385") and "tied" in where["b"]
+    assert where["c"].startswith("rank 3 of 3 at attack SSIM ≤ 0.385") and "tied" not in where["c"]
+    assert where["d"] == "rank 1 of 4 at attack SSIM ≤ 0.59 (50% of the way to exact)"
+    assert where["e"].startswith("ranked in no band")
+    assert where["f"] == "not ranked: at chance"
 
 
 @pytest.mark.parametrize("floor", [-0.05, 0.0, 0.02, 0.18, 0.5, 0.9, 0.999])
