@@ -148,8 +148,11 @@ def standing_lines(board_json: Path, track: Suite, jobs: list[Job]) -> list[str]
     out = []
     for task in dict.fromkeys(row["task"] for row in rows):
         view = task_overview([r for r in rows if r["task"] == task], utility.get(task))
-        bands = attack_bands(view["score"], view["prior"], view["score_words"])
-        bands = bands if view["has_attacks"] else []
+        bands = (
+            attack_bands(view["score"], view["prior"], view["score_words"])
+            if view["has_attacks"]
+            else []
+        )
         for line in view["lines"]:
             if line["mechanism"] in submitted:
                 name = (

@@ -349,13 +349,19 @@ def _overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return float(a["lo"]) <= float(b["hi"]) and float(b["lo"]) <= float(a["hi"])
 
 
+def _eligible(band: Band, lines: list[dict[str, Any]], floor: float | None) -> list[dict[str, Any]]:
+    """The settings that may be ranked and fall inside `band`, most useful first."""
+    inside = [line for line in lines if ranked(line, floor) and band.admits(line)]
+    inside.sort(key=lambda line: -float(utility_of(line)["value"]))  # type: ignore[index]
+    return inside
+
+
 def rank_band(
     band: Band, lines: list[dict[str, Any]], floor: float | None = None
 ) -> dict[str, Any]:
     """The band's eligible settings ranked by utility: the first RANKED_PER_BAND of them, each
     with its rank and whether its utility CI overlaps the leader's (`tied`)."""
-    inside = [line for line in lines if ranked(line, floor) and band.admits(line)]
-    inside.sort(key=lambda line: -float(utility_of(line)["value"]))  # type: ignore[index]
+    inside = _eligible(band, lines, floor)
     top = inside[:RANKED_PER_BAND]
     entries = [
         {
@@ -389,8 +395,7 @@ def standing(
     band = next((b for b in bands if b.admits(line)), None)
     if band is None:
         return "ranked in no band: its strongest attack is above every band's level"
-    inside = [other for other in lines if ranked(other, floor) and band.admits(other)]
-    inside.sort(key=lambda other: -float(utility_of(other)["value"]))  # type: ignore[index]
+    inside = _eligible(band, lines, floor)
     value = float(utility_of(line)["value"])  # type: ignore[index]
     rank = 1 + sum(float(utility_of(o)["value"]) > value for o in inside)  # type: ignore[index]
     tied = rank > 1 and _overlaps(utility_of(line), utility_of(inside[0]))  # type: ignore[arg-type]
