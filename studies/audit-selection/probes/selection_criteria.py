@@ -39,7 +39,7 @@ from bench.certify.audit import core
 from bench.certify.audit.bounds import clopper_pearson_upper, eps_lower_bound
 from bench.certify.audit.draws import CHUNK_RELEASES, block_rows, run_streams
 from bench.certify.audit.releases import Releases
-from bench.certify.audit.thresholds import _candidate_thresholds
+from bench.certify.audit.thresholds import _candidate_thresholds, best_threshold
 from bench.core.threads import pinned_threads
 from bench.plugin.protocols import Task
 from bench.tasks.faces import Faces
@@ -68,31 +68,34 @@ def ldp_image(task: Task, eps: float) -> LDPImage:
     return mechanism
 
 
-def scaled_rule(level: float, scaled: bool) -> Rule:
-    """Score each candidate threshold by the bound its selection error rates, bounded at
-    `level`, promise at n_eval draws per side (or at the selection's own size)."""
+def one_sigma(s0: np.ndarray, s1: np.ndarray, delta: float, n_eval: int) -> tuple[float, float]:
+    """The audit's own rule (thresholds.best_threshold at the evaluation's size)."""
+    return best_threshold(s0, s1, delta, ALPHA, n_eval)
 
-    def rule(s0: np.ndarray, s1: np.ndarray, delta: float, n_eval: int) -> tuple[float, float]:
-        s0, s1 = np.sort(s0), np.sort(s1)
-        candidates = _candidate_thresholds(s0, s1)
-        false_pos = len(s0) - np.searchsorted(s0, candidates, side="right")
-        false_neg = np.searchsorted(s1, candidates, side="right")
-        if scaled:
-            fpr = clopper_pearson_upper(false_pos, len(s0), level)
-            fnr = clopper_pearson_upper(false_neg, len(s1), level)
-            bounds = eps_lower_bound(fpr * n_eval, n_eval, fnr * n_eval, n_eval, delta, ALPHA)
-        else:
-            bounds = eps_lower_bound(false_pos, len(s0), false_neg, len(s1), delta, ALPHA)
-        i = int(np.argmax(bounds))
-        return float(candidates[i]), float(bounds[i])
 
-    return rule
+def at_selection(s0: np.ndarray, s1: np.ndarray, delta: float, n_eval: int) -> tuple[float, float]:
+    """The bound the selection draws certify at their own size (best_threshold unscaled)."""
+    return best_threshold(s0, s1, delta, ALPHA)
+
+
+def alpha_half(s0: np.ndarray, s1: np.ndarray, delta: float, n_eval: int) -> tuple[float, float]:
+    """best_threshold's candidates and scaling, with the selection rates bounded at the final
+    bound's level (Clopper-Pearson at alpha / 2) instead of one sigma."""
+    s0, s1 = np.sort(s0), np.sort(s1)
+    candidates = _candidate_thresholds(s0, s1)
+    false_pos = len(s0) - np.searchsorted(s0, candidates, side="right")
+    false_neg = np.searchsorted(s1, candidates, side="right")
+    fpr = clopper_pearson_upper(false_pos, len(s0), ALPHA / 2)
+    fnr = clopper_pearson_upper(false_neg, len(s1), ALPHA / 2)
+    bounds = eps_lower_bound(fpr * n_eval, n_eval, fnr * n_eval, n_eval, delta, ALPHA)
+    i = int(np.argmax(bounds))
+    return float(candidates[i]), float(bounds[i])
 
 
 RULES: dict[str, Rule] = {
-    "one-sigma": scaled_rule(0.16, True),
-    "alpha/2": scaled_rule(ALPHA / 2, True),
-    "at-selection": scaled_rule(ALPHA / 2, False),
+    "one-sigma": one_sigma,
+    "alpha/2": alpha_half,
+    "at-selection": at_selection,
 }
 # rule name -> (the rule ranking the (pair, test) candidates, the rule setting the threshold)
 CHOICES = {name: (name, name) for name in RULES} | {"pair-by-alpha/2": ("alpha/2", "one-sigma")}
